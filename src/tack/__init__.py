@@ -1,0 +1,33 @@
+"""Tack: compiled kernels and block-decomposed data for Python simulation codes.
+
+Write kernels with :func:`tack.kernel` and device functions with
+:func:`tack.func`, keep data in :class:`tack.Array`, and call kernels like
+Python functions. See ``docs/`` for the language, the pipeline and the
+runtime.
+"""
+
+from . import types as _types
+from .errors import IRVerificationError, UnsupportedSyntaxError
+from .lang.func import Func, func
+from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub,
+                              ndindex, register_type_intrinsics)
+from .runtime.array import Array
+from .runtime.creation import arange, array, asarray, empty, full, ones, zeros
+from .runtime.device import (Device, device, device_count, get_default_device,
+                             set_default_device, sync)
+from .runtime.inspect import inspect
+from .runtime.kernel import Kernel, kernel
+from .types import (ScalarType, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
+
+__version__ = "0.1.0"
+
+register_type_intrinsics(_types)
+
+__all__ = [
+    "Array", "Device", "Func", "IRVerificationError", "Kernel", "ScalarType",
+    "UnsupportedSyntaxError", "arange", "array", "asarray", "atomic_add",
+    "atomic_max", "atomic_min", "atomic_sub", "device", "device_count", "empty",
+    "f32", "f64", "full", "func", "get_default_device", "i8", "i16", "i32", "i64",
+    "inspect", "kernel", "ndindex", "ones", "set_default_device", "sync", "u8",
+    "u16", "u32", "u64", "zeros",
+]

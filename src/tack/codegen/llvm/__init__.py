@@ -1,0 +1,1 @@
+"""The CPU code generator: typed Tack IR to an LLVM module through llvmlite."""

@@ -1,0 +1,324 @@
+"""LLVM code for each expression kind: one small handler per node class.
+
+Operands arrive with the operation's type already (annotation made every
+conversion an explicit ``Cast``), so handlers only choose the instruction.
+Floats use no fast-math flags; integer ``//`` and ``%`` follow Python.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir import expressions as E
+from ...ir.registry import Registry
+from . import helpers
+from .types import F64, I32, I64, llvm_type
+
+emit = Registry("LLVM code generator")
+
+
+def value(node, em) -> ir.Value:
+    return emit(node, em)
+
+
+@emit.register(E.Const)
+def _const(e: E.Const, em):
+    return ir.Constant(llvm_type(e.dtype), e.value)
+
+
+@emit.register(E.Name)
+def _name(e: E.Name, em):
+    return em.load_local(e.id)
+
+
+@emit.register(E.Load)
+def _load(e: E.Load, em):
+    return em.builder.load(em.element_pointer(e.array, value(e.index, em)))
+
+
+# -- arithmetic ---------------------------------------------------------------
+
+_INT_OPS = {E.Add: "add", E.Sub: "sub", E.Mul: "mul", E.BitAnd: "and_",
+            E.BitOr: "or_", E.BitXor: "xor"}
+_FLOAT_OPS = {E.Add: "fadd", E.Sub: "fsub", E.Mul: "fmul", E.TrueDiv: "fdiv"}
+
+
+@emit.register(E.Add, E.Sub, E.Mul, E.TrueDiv, E.BitAnd, E.BitOr, E.BitXor)
+def _arith(e, em):
+    lhs, rhs = value(e.lhs, em), value(e.rhs, em)
+    op = _FLOAT_OPS[type(e)] if e.dtype.is_float else _INT_OPS[type(e)]
+    return getattr(em.builder, op)(lhs, rhs)
+
+
+@emit.register(E.FloorDiv)
+def _floordiv(e, em):
+    return helpers.call(em, "floordiv", e.dtype, value(e.lhs, em), value(e.rhs, em))
+
+
+@emit.register(E.Mod)
+def _mod(e, em):
+    return helpers.call(em, "mod", e.dtype, value(e.lhs, em), value(e.rhs, em))
+
+
+@emit.register(E.Pow)
+def _pow(e, em):
+    lhs, rhs = value(e.lhs, em), value(e.rhs, em)
+    if e.dtype.is_float:
+        return em.builder.call(em.overloaded("llvm.pow", lhs.type, 2), [lhs, rhs])
+    return helpers.call(em, "ipow", e.dtype, lhs, rhs)
+
+
+@emit.register(E.LShift, E.RShift)
+def _shift(e, em):
+    b = em.builder
+    lhs, rhs = value(e.lhs, em), value(e.rhs, em)
+    width = ir.Constant(lhs.type, e.dtype.bits)
+    in_range = b.icmp_unsigned("<", rhs, width)
+    safe = b.select(in_range, rhs, ir.Constant(rhs.type, 0))
+    if isinstance(e, E.LShift):
+        return b.select(in_range, b.shl(lhs, safe), ir.Constant(lhs.type, 0))
+    if e.dtype.is_signed:
+        fill = b.ashr(lhs, ir.Constant(lhs.type, e.dtype.bits - 1))
+        return b.select(in_range, b.ashr(lhs, safe), fill)
+    return b.select(in_range, b.lshr(lhs, safe), ir.Constant(lhs.type, 0))
+
+
+def _less(em, dtype, a, b_):
+    b = em.builder
+    if dtype.is_float:
+        return b.fcmp_ordered("<", a, b_)
+    return (b.icmp_signed if dtype.is_signed else b.icmp_unsigned)("<", a, b_)
+
+
+@emit.register(E.Min)
+def _min(e, em):
+    a, b_ = value(e.lhs, em), value(e.rhs, em)
+    return em.builder.select(_less(em, e.dtype, b_, a), b_, a)  # Python: first wins
+
+
+@emit.register(E.Max)
+def _max(e, em):
+    a, b_ = value(e.lhs, em), value(e.rhs, em)
+    return em.builder.select(_less(em, e.dtype, a, b_), b_, a)
+
+
+# -- comparisons and logic ------------------------------------------------------
+
+_SYMBOL = {E.Lt: "<", E.Le: "<=", E.Gt: ">", E.Ge: ">=", E.Eq: "==", E.Ne: "!="}
+
+
+def compare_i1(e: E.Compare, em) -> ir.Value:
+    b = em.builder
+    lhs, rhs = value(e.lhs, em), value(e.rhs, em)
+    dtype, symbol = e.lhs.dtype, _SYMBOL[type(e)]
+    if dtype.is_float:
+        if symbol == "!=":
+            return b.fcmp_unordered("!=", lhs, rhs)
+        return b.fcmp_ordered(symbol, lhs, rhs)
+    return (b.icmp_signed if dtype.is_signed else b.icmp_unsigned)(symbol, lhs, rhs)
+
+
+@emit.register(E.Compare)
+def _compare(e, em):
+    return em.bool_to_i32(compare_i1(e, em))
+
+
+def condition(node, em) -> ir.Value:
+    """A truth value as i1, without a round trip through i32 for comparisons."""
+    if isinstance(node, E.Compare):
+        return compare_i1(node, em)
+    return em.truth(value(node, em), node.dtype)
+
+
+def _short_circuit(e, em, is_and: bool):
+    b = em.builder
+    first = condition(e.lhs, em)
+    start = b.block
+    rhs_block, done = em.block("logic.rhs"), em.block("logic.done")
+    if is_and:
+        b.cbranch(first, rhs_block, done)
+    else:
+        b.cbranch(first, done, rhs_block)
+    b.position_at_end(rhs_block)
+    second = condition(e.rhs, em)
+    rhs_end = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    phi = b.phi(first.type)
+    phi.add_incoming(ir.Constant(first.type, 0 if is_and else 1), start)
+    phi.add_incoming(second, rhs_end)
+    return em.bool_to_i32(phi)
+
+
+@emit.register(E.And)
+def _and(e, em):
+    return _short_circuit(e, em, True)
+
+
+@emit.register(E.Or)
+def _or(e, em):
+    return _short_circuit(e, em, False)
+
+
+@emit.register(E.Not)
+def _not(e, em):
+    return em.bool_to_i32(em.builder.not_(condition(e.operand, em)))
+
+
+@emit.register(E.Neg)
+def _neg(e, em):
+    operand = value(e.operand, em)
+    if e.dtype.is_float:
+        return em.builder.fneg(operand)
+    return em.builder.neg(operand)
+
+
+@emit.register(E.Invert)
+def _invert(e, em):
+    return em.builder.not_(value(e.operand, em))
+
+
+@emit.register(E.Abs)
+def _abs(e, em):
+    operand = value(e.operand, em)
+    if e.dtype.is_float:
+        return em.builder.call(em.overloaded("llvm.fabs", operand.type), [operand])
+    if not e.dtype.is_signed:
+        return operand
+    negative = em.builder.icmp_signed("<", operand, ir.Constant(operand.type, 0))
+    return em.builder.select(negative, em.builder.neg(operand), operand)
+
+
+@emit.register(E.Select)
+def _select(e, em):
+    b = em.builder
+    cond = condition(e.cond, em)
+    yes, no, done = em.block("select.true"), em.block("select.false"), em.block("select.done")
+    b.cbranch(cond, yes, no)
+    results = []
+    for block, arm in ((yes, e.if_true), (no, e.if_false)):
+        b.position_at_end(block)
+        results.append((value(arm, em), b.block))
+        b.branch(done)
+    b.position_at_end(done)
+    phi = b.phi(results[0][0].type)
+    for v, block in results:
+        phi.add_incoming(v, block)
+    return phi
+
+
+@emit.register(E.Cast)
+def _cast(e, em):
+    return convert(em, value(e.operand, em), e.operand.dtype, e.to)
+
+
+def convert(em, v: ir.Value, src, dst) -> ir.Value:
+    """Conversion with the language's rules: float to int saturates, NaN gives 0."""
+    b = em.builder
+    target = llvm_type(dst)
+    if src == dst:
+        return v
+    if src.is_float and dst.is_float:
+        return b.fpext(v, target) if dst.bits > src.bits else b.fptrunc(v, target)
+    if src.is_float:
+        name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
+        suffix = f".i{dst.bits}.f{src.bits}"
+        fn = em.external(name + suffix, ir.FunctionType(target, [v.type]))
+        return b.call(fn, [v])
+    if dst.is_float:
+        return b.sitofp(v, target) if src.is_signed else b.uitofp(v, target)
+    if dst.bits < src.bits:
+        return b.trunc(v, target)
+    if dst.bits > src.bits:
+        return b.sext(v, target) if src.is_signed else b.zext(v, target)
+    return v
+
+
+# -- math -----------------------------------------------------------------------
+
+_LLVM_UNARY = {E.Sqrt: "llvm.sqrt", E.Exp: "llvm.exp", E.Log: "llvm.log",
+               E.Log2: "llvm.log2", E.Log10: "llvm.log10", E.Sin: "llvm.sin",
+               E.Cos: "llvm.cos", E.Fabs: "llvm.fabs"}
+_LIBM_UNARY = {E.Tan: "tan", E.Asin: "asin", E.Acos: "acos", E.Atan: "atan",
+               E.Sinh: "sinh", E.Cosh: "cosh", E.Tanh: "tanh"}
+_LIBM_BINARY = {E.Atan2: "atan2", E.Hypot: "hypot"}
+
+
+def _libm(em, name: str, typ: ir.Type, arity: int) -> ir.Function:
+    spelled = name + ("f" if typ == ir.FloatType() else "")
+    return em.external(spelled, ir.FunctionType(typ, [typ] * arity))
+
+
+@emit.register(E.MathUnary)
+def _math_unary(e, em):
+    operand = value(e.operand, em)
+    kind = type(e)
+    if kind in _LLVM_UNARY:
+        return em.builder.call(em.overloaded(_LLVM_UNARY[kind], operand.type), [operand])
+    return em.builder.call(_libm(em, _LIBM_UNARY[kind], operand.type, 1), [operand])
+
+
+@emit.register(E.Floor, E.Ceil)
+def _round(e, em):
+    operand = value(e.operand, em)
+    name = "llvm.floor" if isinstance(e, E.Floor) else "llvm.ceil"
+    rounded = em.builder.call(em.overloaded(name, operand.type), [operand])
+    return convert(em, rounded, e.operand.dtype, e.dtype)
+
+
+def _fabs(em, v):
+    return em.builder.call(em.overloaded("llvm.fabs", v.type), [v])
+
+
+@emit.register(E.IsNan)
+def _isnan(e, em):
+    v = value(e.operand, em)
+    return em.bool_to_i32(em.builder.fcmp_unordered("uno", v, v))
+
+
+@emit.register(E.IsInf)
+def _isinf(e, em):
+    v = value(e.operand, em)
+    inf = ir.Constant(v.type, float("inf"))
+    return em.bool_to_i32(em.builder.fcmp_ordered("==", _fabs(em, v), inf))
+
+
+@emit.register(E.IsFinite)
+def _isfinite(e, em):
+    v = value(e.operand, em)
+    inf = ir.Constant(v.type, float("inf"))
+    return em.bool_to_i32(em.builder.fcmp_ordered("<", _fabs(em, v), inf))
+
+
+@emit.register(E.MathBinary)
+def _math_binary(e, em):
+    lhs, rhs = value(e.lhs, em), value(e.rhs, em)
+    kind = type(e)
+    if kind is E.Copysign:
+        return em.builder.call(em.overloaded("llvm.copysign", lhs.type, 2), [lhs, rhs])
+    if kind is E.PowF:
+        return em.builder.call(em.overloaded("llvm.pow", lhs.type, 2), [lhs, rhs])
+    return em.builder.call(_libm(em, _LIBM_BINARY[kind], lhs.type, 2), [lhs, rhs])
+
+
+# -- atomics --------------------------------------------------------------------
+
+_ATOMIC_INT = {E.AtomicAdd: ("add", "add"), E.AtomicSub: ("sub", "sub"),
+               E.AtomicMin: ("min", "umin"), E.AtomicMax: ("max", "umax")}
+_ATOMIC_FLOAT = {E.AtomicAdd: "fadd", E.AtomicSub: "fsub", E.AtomicMin: "fmin",
+                 E.AtomicMax: "fmax"}
+
+
+@emit.register(E.Atomic)
+def _atomic(e, em):
+    pointer = em.element_pointer(e.array, value(e.index, em))
+    operand = value(e.value, em)
+    if e.dtype.is_float:
+        op = _ATOMIC_FLOAT[type(e)]
+    else:
+        signed_op, unsigned_op = _ATOMIC_INT[type(e)]
+        op = signed_op if e.dtype.is_signed else unsigned_op
+    return em.builder.atomic_rmw(op, pointer, operand, "monotonic")
+
+
+__all__ = ["emit", "value", "condition", "convert", "F64", "I32", "I64"]

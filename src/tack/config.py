@@ -1,0 +1,65 @@
+"""Every ``TACK_*`` environment variable, parsed in one place.
+
+Values are read when asked for (a backend reads its variables when it is
+constructed), and a bad value raises ``ValueError`` naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+
+_OFF = {"", "0", "false", "no", "off"}
+
+
+def env_flag(name: str) -> bool:
+    """A boolean flag: unset, empty, 0, false, no, off (any case) are off."""
+    return os.environ.get(name, "").strip().lower() not in _OFF
+
+
+def env_int(name: str, default=None):
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def env_float(name: str, default=None):
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+
+def cpu_threads(explicit=None) -> int:
+    """``num_threads=`` if given, else ``TACK_CPU_THREADS``, else the CPU count."""
+    if explicit is None:
+        explicit = env_int("TACK_CPU_THREADS")
+    elif not isinstance(explicit, int) or isinstance(explicit, bool):
+        raise ValueError(f"num_threads must be an integer, got {explicit!r}")
+    if explicit is None:
+        explicit = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
+    return max(1, explicit)
+
+
+def cpu_pool_kind() -> str:
+    """``python`` for the ThreadPoolExecutor fan-out."""
+    raw = os.environ.get("TACK_CPU_POOL", "").strip().lower()
+    if raw in ("python", "0", "off", "no", "false"):
+        return "python"
+    if raw in ("", "native", "jit"):
+        return "native"
+    raise ValueError(f"TACK_CPU_POOL must be 'python' or unset, got {raw!r}")
+
+
+def cpu_policy() -> None:
+    raw = os.environ.get("TACK_CPU_POLICY", "").strip()
+    if raw not in ("", "v2"):
+        raise ValueError(f"TACK_CPU_POLICY={raw!r} is not a threading policy: the "
+                         f"only policy is v2 (leave the variable unset)")

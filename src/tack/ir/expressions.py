@@ -1,0 +1,405 @@
+"""Expression nodes. One class per operation; ``dtype`` is filled by annotation.
+
+Every expression carries ``dtype`` (``None`` until the ``annotate`` pass, a
+:class:`~tack.types.ScalarType` afterwards) and a span. Array accesses use a
+flat, row-major index built during lowering.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from ..types import ScalarType
+from .node import Node, Span, attr, field, node, operand, span_field, NO_SPAN
+
+
+@node
+class Expr(Node):
+    """Base of every expression."""
+
+    dtype: Optional[ScalarType] = field(default=None, kw_only=True,
+                                        metadata={"role": "attr"})
+    span: Span = span_field()
+
+
+# -- leaves -------------------------------------------------------------------
+
+@node
+class Const(Expr):
+    """A numeric literal (Python bools are stored as ints)."""
+
+    value: Union[int, float] = attr()
+
+
+@node
+class Str(Expr):
+    """A string label; only valid as an argument of ``print``."""
+
+    value: str = attr()
+
+
+@node
+class Name(Expr):
+    """A read of a parameter, loop variable or local."""
+
+    id: str = attr()
+
+
+@node
+class DimSize(Expr):
+    """Extent ``dim`` of array parameter ``array`` (``a.shape[k]``, ``len(a)``)."""
+
+    array: str = attr()
+    dim: int = attr()
+
+
+@node
+class Load(Expr):
+    """``array[index]`` with a flat element index."""
+
+    array: str = attr()
+    index: Expr = operand()
+
+
+# -- arithmetic ---------------------------------------------------------------
+
+@node
+class BinaryOp(Expr):
+    """Base of two-operand arithmetic; the result type is the operands' join."""
+
+    lhs: Expr = operand()
+    rhs: Expr = operand()
+
+
+@node
+class Add(BinaryOp):
+    pass
+
+
+@node
+class Sub(BinaryOp):
+    pass
+
+
+@node
+class Mul(BinaryOp):
+    pass
+
+
+@node
+class TrueDiv(BinaryOp):
+    """``/``: always a float result."""
+
+
+@node
+class FloorDiv(BinaryOp):
+    """``//`` rounding toward negative infinity, on ints and floats."""
+
+
+@node
+class Mod(BinaryOp):
+    """``%`` with the sign of the divisor, on ints and floats."""
+
+
+@node
+class Pow(BinaryOp):
+    """``**``; an integer base with an integer exponent stays an integer."""
+
+
+@node
+class LShift(BinaryOp):
+    pass
+
+
+@node
+class RShift(BinaryOp):
+    pass
+
+
+@node
+class BitAnd(BinaryOp):
+    pass
+
+
+@node
+class BitOr(BinaryOp):
+    pass
+
+
+@node
+class BitXor(BinaryOp):
+    pass
+
+
+@node
+class Min(BinaryOp):
+    """``min(a, b)``; more arguments nest."""
+
+
+@node
+class Max(BinaryOp):
+    """``max(a, b)``; more arguments nest."""
+
+
+# -- comparisons and logic (results are i32 0/1) ----------------------------
+
+@node
+class Compare(BinaryOp):
+    """Base of comparisons; operands are promoted to a common type."""
+
+
+@node
+class Lt(Compare):
+    pass
+
+
+@node
+class Le(Compare):
+    pass
+
+
+@node
+class Gt(Compare):
+    pass
+
+
+@node
+class Ge(Compare):
+    pass
+
+
+@node
+class Eq(Compare):
+    pass
+
+
+@node
+class Ne(Compare):
+    pass
+
+
+@node
+class And(BinaryOp):
+    """Short-circuit ``and`` of truth values."""
+
+
+@node
+class Or(BinaryOp):
+    """Short-circuit ``or`` of truth values."""
+
+
+@node
+class UnaryOp(Expr):
+    """Base of one-operand operations."""
+
+    operand: Expr = operand()
+
+
+@node
+class Neg(UnaryOp):
+    pass
+
+
+@node
+class Invert(UnaryOp):
+    """``~x`` on integers."""
+
+
+@node
+class Not(UnaryOp):
+    """``not x``: i32 0/1."""
+
+
+@node
+class Abs(UnaryOp):
+    """``abs(x)`` on ints and floats."""
+
+
+@node
+class Select(Expr):
+    """``a if cond else b``; only the chosen side is evaluated."""
+
+    cond: Expr = operand()
+    if_true: Expr = operand()
+    if_false: Expr = operand()
+
+
+# -- conversions --------------------------------------------------------------
+
+@node
+class Cast(UnaryOp):
+    """Conversion to ``to``; float to int truncates toward zero."""
+
+    to: ScalarType = attr()
+
+
+@node
+class FloatCast(UnaryOp):
+    """``float(x)``: conversion to the kernel's default float type."""
+
+
+# -- math intrinsics ------------------------------------------------------------
+
+@node
+class MathUnary(UnaryOp):
+    """Base of one-argument float functions of ``math``; ints are converted first."""
+
+
+@node
+class Sqrt(MathUnary):
+    pass
+
+
+@node
+class Exp(MathUnary):
+    pass
+
+
+@node
+class Log(MathUnary):
+    pass
+
+
+@node
+class Log2(MathUnary):
+    pass
+
+
+@node
+class Log10(MathUnary):
+    pass
+
+
+@node
+class Sin(MathUnary):
+    pass
+
+
+@node
+class Cos(MathUnary):
+    pass
+
+
+@node
+class Tan(MathUnary):
+    pass
+
+
+@node
+class Asin(MathUnary):
+    pass
+
+
+@node
+class Acos(MathUnary):
+    pass
+
+
+@node
+class Atan(MathUnary):
+    pass
+
+
+@node
+class Sinh(MathUnary):
+    pass
+
+
+@node
+class Cosh(MathUnary):
+    pass
+
+
+@node
+class Tanh(MathUnary):
+    pass
+
+
+@node
+class Fabs(MathUnary):
+    pass
+
+
+@node
+class Floor(MathUnary):
+    """``math.floor``: an i64 result, as Python returns an int."""
+
+
+@node
+class Ceil(MathUnary):
+    """``math.ceil``: an i64 result, as Python returns an int."""
+
+
+@node
+class IsNan(MathUnary):
+    pass
+
+
+@node
+class IsInf(MathUnary):
+    pass
+
+
+@node
+class IsFinite(MathUnary):
+    pass
+
+
+@node
+class MathBinary(BinaryOp):
+    """Base of two-argument float functions of ``math``."""
+
+
+@node
+class Atan2(MathBinary):
+    pass
+
+
+@node
+class Hypot(MathBinary):
+    pass
+
+
+@node
+class Copysign(MathBinary):
+    pass
+
+
+@node
+class PowF(MathBinary):
+    """``math.pow``: always a float."""
+
+
+# -- atomics ------------------------------------------------------------------
+
+@node
+class Atomic(Expr):
+    """Base of read-modify-write atomics; the value is the element's old value."""
+
+    array: str = attr()
+    index: Expr = operand()
+    value: Expr = operand()
+
+
+@node
+class AtomicAdd(Atomic):
+    pass
+
+
+@node
+class AtomicSub(Atomic):
+    pass
+
+
+@node
+class AtomicMin(Atomic):
+    pass
+
+
+@node
+class AtomicMax(Atomic):
+    pass
+
+
+__all__ = [name for name, obj in dict(globals()).items()
+           if isinstance(obj, type) and issubclass(obj, Node)] + ["NO_SPAN"]

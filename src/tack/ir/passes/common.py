@@ -1,0 +1,38 @@
+"""Helpers shared by passes: argument descriptions and positioned errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ...types import ScalarType
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """What a pass may know of one argument: never the data, only its type.
+
+    ``shape`` is set for arrays (the element shape); ``None`` for scalars.
+    """
+
+    dtype: ScalarType
+    shape: Optional[tuple] = None
+    category: str = "scalar"  # "array" | "scalar"
+
+    @property
+    def is_array(self) -> bool:
+        return self.category == "array"
+
+
+def where(span) -> str:
+    return f"at line {span.line}, column {span.col}" if span.line else ""
+
+
+def kernel_error(exc_type, fn_name: str, message: str, span=None):
+    """``exc_type("Kernel 'k': message at line L, column C")`` with a source note."""
+    from ...errors import add_source_note
+    suffix = f" {where(span)}" if span is not None and span.line else ""
+    exc = exc_type(f"Kernel '{fn_name}': {message}{suffix}")
+    if span is not None:
+        add_source_note(exc, span)
+    return exc

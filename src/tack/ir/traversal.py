@@ -1,0 +1,77 @@
+"""Generic traversal over field roles: ``children``, ``walk`` and ``rewrite``.
+
+Nothing here knows a node kind by name; a value in an operand field that is
+not a registered node fails loudly.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from .node import Node
+
+
+def _check(value, owner: Node) -> Node:
+    if not isinstance(value, Node):
+        raise TypeError(
+            f"Unknown IR node {type(value).__name__} in {type(owner).__name__}")
+    return value
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The direct child nodes of ``node``, in field order."""
+    for name in node._operands:
+        value = getattr(node, name)
+        if isinstance(value, tuple):
+            for item in value:
+                yield _check(item, node)
+        elif value is not None:
+            yield _check(value, node)
+
+
+def walk(root: Node) -> Iterator[Node]:
+    """Every node under ``root`` (included), in preorder."""
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(children(current))))
+
+
+def walk_with_path(root: Node, path: str = "function") -> Iterator[tuple[Node, str]]:
+    """Like :func:`walk`, with each node's structural path for diagnostics."""
+    yield root, path
+    for name in root._operands:
+        value = getattr(root, name)
+        if isinstance(value, tuple):
+            for i, item in enumerate(value):
+                yield from walk_with_path(_check(item, root), f"{path}.{name}[{i}]")
+        elif value is not None:
+            yield from walk_with_path(_check(value, root), f"{path}.{name}")
+
+
+def rewrite(root: Node, fn: Callable[[Node], Node]) -> Node:
+    """Rebuild ``root`` bottom-up, replacing each node by ``fn(node)``.
+
+    Children are rewritten first; a node whose children did not change is
+    passed to ``fn`` as it is, so unchanged subtrees stay shared.
+    """
+    changes = {}
+    for name in root._operands:
+        value = getattr(root, name)
+        if isinstance(value, tuple):
+            new = tuple(rewrite(_check(v, root), fn) for v in value)
+            if any(a is not b for a, b in zip(new, value)):
+                changes[name] = new
+        elif value is not None:
+            new = rewrite(_check(value, root), fn)
+            if new is not value:
+                changes[name] = new
+    if changes:
+        root = root.replace(**changes)
+    return fn(root)
+
+
+def rewrite_body(stmts: tuple, fn: Callable[[Node], Node]) -> tuple:
+    """:func:`rewrite` applied to each statement of a body."""
+    return tuple(rewrite(s, fn) for s in stmts)

@@ -1,0 +1,1 @@
+"""The kernel language frontend: decorators, source capture, validation, lowering."""

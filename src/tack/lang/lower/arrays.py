@@ -1,0 +1,84 @@
+"""Which names a function uses as arrays, and with how many indices.
+
+Arrays are never values in the kernel language: a name is an array when it is
+subscripted, measured (``len``, ``.shape``), the target of an atomic, or passed
+where a device function takes an array. Lowering needs this before any types
+are known, to alias array arguments of device functions and to linearize
+multi-dimensional indices.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..bindings import CallBindings, Intrinsic
+from ..func import Func
+from ..validate import unsupported
+
+_ATOMICS = {"tack.atomic_add", "tack.atomic_sub", "tack.atomic_min", "tack.atomic_max"}
+
+
+def _index_count(index: ast.expr) -> int:
+    return len(index.elts) if isinstance(index, ast.Tuple) else 1
+
+
+class _Uses:
+    def __init__(self, source):
+        self.source = source
+        self.ndim: dict[str, int] = {}
+
+    def record(self, name: str, ndim: int, node) -> None:
+        known = self.ndim.get(name, 0)
+        if known and ndim and known != ndim:
+            raise unsupported(self.source, f"indexing of array '{name}' with both "
+                              f"{known} and {ndim} indices", node)
+        self.ndim[name] = ndim or known
+
+
+def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings) -> dict[str, int]:
+    """``{name: number of indices}`` for every name used as an array (0: unknown)."""
+    uses = _Uses(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            uses.record(node.value.id, _index_count(node.slice), node)
+        elif (isinstance(node, ast.Attribute) and node.attr == "shape"
+              and isinstance(node.value, ast.Name)):
+            uses.record(node.value.id, 0, node)
+        elif isinstance(node, ast.Call):
+            _record_call(uses, node, bindings)
+    return uses.ndim
+
+
+def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings) -> None:
+    target = bindings.resolve(call.func)
+    args = call.args
+    if isinstance(target, Intrinsic):
+        if target.name == "builtins.len" and args and isinstance(args[0], ast.Name):
+            uses.record(args[0].id, 0, call)
+        elif target.name in _ATOMICS and len(args) == 3 and isinstance(args[0], ast.Name):
+            uses.record(args[0].id, _index_count(args[1]), call)
+    elif isinstance(target, Func):
+        params = func_array_params(target)
+        names = [a.arg for a in target.source.tree.args.args]
+        for name, arg in zip(names, args):
+            if name in params and isinstance(arg, ast.Name):
+                uses.record(arg.id, params[name], call)
+
+
+def func_array_params(func: Func, _active=None) -> dict[str, int]:
+    """The array parameters of a device function, memoized on the Func."""
+    cached = getattr(func, "_array_params", None)
+    if cached is not None:
+        return cached
+    active = _active if _active is not None else set()
+    if func in active:
+        return {}
+    active.add(func)
+    tree = func.source.tree
+    bindings = CallBindings(func.fn, tree)
+    uses = array_uses(func.source, tree, bindings)
+    params = {a.arg for a in tree.args.args}
+    result = {name: ndim for name, ndim in uses.items() if name in params}
+    active.discard(func)
+    func._array_params = result
+    return result

@@ -1,0 +1,128 @@
+"""Lowering calls: kernel intrinsics by table, device functions by inlining."""
+
+from __future__ import annotations
+
+import ast
+
+from ... import types as T
+from ...ir import expressions as E
+from ..bindings import Intrinsic
+from ..func import Func
+
+MATH_UNARY = {
+    "sqrt": E.Sqrt, "exp": E.Exp, "log": E.Log, "log2": E.Log2, "log10": E.Log10,
+    "sin": E.Sin, "cos": E.Cos, "tan": E.Tan, "asin": E.Asin, "acos": E.Acos,
+    "atan": E.Atan, "sinh": E.Sinh, "cosh": E.Cosh, "tanh": E.Tanh,
+    "fabs": E.Fabs, "floor": E.Floor, "ceil": E.Ceil, "isnan": E.IsNan,
+    "isinf": E.IsInf, "isfinite": E.IsFinite,
+}
+MATH_BINARY = {"atan2": E.Atan2, "hypot": E.Hypot, "copysign": E.Copysign,
+               "pow": E.PowF}
+ATOMICS = {"atomic_add": E.AtomicAdd, "atomic_sub": E.AtomicSub,
+           "atomic_min": E.AtomicMin, "atomic_max": E.AtomicMax}
+STATEMENT_ONLY = {"builtins.print": "print()", "builtins.range": "range()",
+                  "tack.ndindex": "tack.ndindex()"}
+
+
+def _spelled(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_spelled(node.value)}.{node.attr}"
+    return type(node).__name__
+
+
+class CallLowering:
+    """Mixin of the Lowerer: ``call`` returns a list of result expressions."""
+
+    def call(self, node: ast.Call):
+        target = self.scope.bindings.resolve(node.func)
+        if isinstance(target, Func):
+            return self.inline(target, node)
+        if isinstance(target, Intrinsic):
+            handler = self.intrinsic_handler(target.name)
+            if handler is not None:
+                return [handler(node)]
+            if target.name in STATEMENT_ONLY:
+                raise self.scope.unsupported(
+                    f"{STATEMENT_ONLY[target.name]} here", node)
+        raise self.scope.unsupported(
+            f"call to '{_spelled(node.func)}' (not a statically bound @tack.func or "
+            f"a supported kernel intrinsic)", node)
+
+    def intrinsic_handler(self, name: str):
+        module, _, short = name.partition(".")
+        if module == "math":
+            if short in MATH_UNARY:
+                return lambda node: self.unary(MATH_UNARY[short], node, name)
+            if short in MATH_BINARY:
+                return lambda node: self.binary(MATH_BINARY[short], node, name)
+        if module == "builtins":
+            return getattr(self, f"builtin_{short}", None)
+        if module == "tack":
+            if short in ATOMICS:
+                return lambda node: self.atomic(ATOMICS[short], node)
+            if short in {t.name for t in T.SCALAR_TYPES}:
+                to = T.scalar_type(short)
+                return lambda node: self.unary(
+                    lambda v, span: E.Cast(v, to, span=span), node, name)
+        return None
+
+    def arity(self, node: ast.Call, name: str, low: int, high: int = None):
+        count = len(node.args)
+        high = low if high is None else high
+        if not low <= count <= high:
+            wanted = str(low) if low == high else (f"at least {low}" if high > 99
+                                                   else f"{low} to {high}")
+            raise self.scope.error(TypeError, f"{name.split('.')[-1]}() takes "
+                                   f"{wanted} argument(s), got {count}", node)
+
+    def unary(self, kind, node, name):
+        self.arity(node, name, 1)
+        return kind(self.expr(node.args[0]), span=self.scope.span(node))
+
+    def binary(self, kind, node, name):
+        self.arity(node, name, 2)
+        lhs, rhs = self.ordered(node.args)
+        return kind(lhs, rhs, span=self.scope.span(node))
+
+    def nary(self, kind, node, name):
+        self.arity(node, name, 2, 1000)
+        values = self.ordered(node.args)
+        result = values[0]
+        for value in values[1:]:
+            result = kind(result, value, span=self.scope.span(node))
+        return result
+
+    # -- builtins ---------------------------------------------------------------
+    def builtin_abs(self, node):
+        return self.unary(E.Abs, node, "abs")
+
+    def builtin_min(self, node):
+        return self.nary(E.Min, node, "min")
+
+    def builtin_max(self, node):
+        return self.nary(E.Max, node, "max")
+
+    def builtin_int(self, node):
+        return self.unary(lambda v, span: E.Cast(v, T.i64, span=span), node, "int")
+
+    def builtin_float(self, node):
+        return self.unary(E.FloatCast, node, "float")
+
+    def builtin_bool(self, node):
+        return self.unary(lambda v, span: E.Ne(v, E.Const(0, span=span), span=span),
+                          node, "bool")
+
+    def builtin_len(self, node):
+        self.arity(node, "len", 1)
+        return E.DimSize(self.array_name(node.args[0]), 0, span=self.scope.span(node))
+
+    def atomic(self, kind, node):
+        self.arity(node, _spelled(node.func), 3)
+        array = self.array_name(node.args[0])
+        index = node.args[1]
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        values = self.ordered(parts + [node.args[2]])
+        flat = self.linearize(array, values[:-1], node)
+        return kind(array, flat, values[-1], span=self.scope.span(node))

@@ -1,0 +1,239 @@
+"""Lowering Python expressions to IR expressions.
+
+Expression lowering may emit statements (the bodies of inlined device
+functions) into ``self.pre``; :meth:`ExpressionLowering.ordered` keeps
+Python's left-to-right evaluation when it does, by capturing earlier operands
+into temporaries first.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+
+from ...ir import expressions as E
+from ...ir import statements as S
+
+BINARY = {
+    ast.Add: E.Add, ast.Sub: E.Sub, ast.Mult: E.Mul, ast.Div: E.TrueDiv,
+    ast.FloorDiv: E.FloorDiv, ast.Mod: E.Mod, ast.Pow: E.Pow,
+    ast.LShift: E.LShift, ast.RShift: E.RShift, ast.BitAnd: E.BitAnd,
+    ast.BitOr: E.BitOr, ast.BitXor: E.BitXor,
+}
+COMPARE = {
+    ast.Lt: E.Lt, ast.LtE: E.Le, ast.Gt: E.Gt, ast.GtE: E.Ge,
+    ast.Eq: E.Eq, ast.NotEq: E.Ne,
+}
+MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf,
+                  "nan": math.nan, "tau": math.tau}
+
+
+def is_trivial(expr: E.Expr) -> bool:
+    """True when re-reading ``expr`` later gives the same value."""
+    return isinstance(expr, (E.Const, E.Name, E.DimSize))
+
+
+class ExpressionLowering:
+    """Mixin of :class:`~tack.lang.lower.kernel.Lowerer` for expressions."""
+
+    def expr(self, node: ast.expr) -> E.Expr:
+        handler = getattr(self, "expr_" + type(node).__name__, None)
+        if handler is None:
+            raise self.scope.unsupported(f"{type(node).__name__} here", node)
+        return handler(node)
+
+    def ordered(self, nodes) -> list:
+        """Lower ``nodes`` left to right, capturing operands that later
+        statements (from inlining) could change."""
+        results = []
+        for node in nodes:
+            mark = len(self.pre)
+            value = self.expr(node)
+            if len(self.pre) > mark:
+                captures = []
+                for k, earlier in enumerate(results):
+                    if not is_trivial(earlier):
+                        results[k], assign = self.capture(earlier)
+                        captures.append(assign)
+                self.pre[mark:mark] = captures
+            results.append(value)
+        return results
+
+    def capture(self, value: E.Expr, base: str = "eval"):
+        """A fresh temporary holding ``value``: (Name, Assign)."""
+        name = self.names.fresh(base)
+        return E.Name(name, span=value.span), S.Assign(name, value, span=value.span)
+
+    def captured(self, value: E.Expr, base: str = "eval") -> E.Expr:
+        """``value`` itself if trivial, else a temporary assigned in ``pre``."""
+        if is_trivial(value):
+            return value
+        name, assign = self.capture(value, base)
+        self.pre.append(assign)
+        return name
+
+    # -- leaves ---------------------------------------------------------------
+    def expr_Constant(self, node: ast.Constant) -> E.Expr:
+        if isinstance(node.value, str):
+            raise self.scope.unsupported("string outside print()", node)
+        value = int(node.value) if isinstance(node.value, bool) else node.value
+        return E.Const(value, span=self.scope.span(node))
+
+    def expr_Name(self, node: ast.Name) -> E.Expr:
+        scope = self.scope
+        if node.id in scope.arrays:
+            raise scope.unsupported(f"use of array '{node.id}' as a value", node)
+        if node.id in scope.rename:
+            return E.Name(scope.rename[node.id], span=scope.span(node))
+        if node.id in scope.bound:
+            return E.Name(node.id, span=scope.span(node))
+        raise scope.error(NameError, f"name '{node.id}' is not defined", node)
+
+    def expr_Attribute(self, node: ast.Attribute) -> E.Expr:
+        module = self.scope.bindings.resolve_module(node.value)
+        if module is math and node.attr in MATH_CONSTANTS:
+            return E.Const(MATH_CONSTANTS[node.attr], span=self.scope.span(node))
+        raise self.scope.unsupported(f"attribute '{node.attr}' here", node)
+
+    # -- arrays -------------------------------------------------------------------
+    def array_name(self, node: ast.expr) -> str:
+        """The IR array a source expression names, or an error."""
+        if isinstance(node, ast.Name) and node.id in self.scope.arrays:
+            return self.scope.arrays[node.id]
+        if isinstance(node, ast.Name) and node.id not in self.scope.bound:
+            raise self.scope.error(NameError, f"name '{node.id}' is not defined", node)
+        raise self.scope.unsupported("array access on something that is not an "
+                                     "array parameter", node)
+
+    def flat_index(self, array: str, index: ast.expr, node) -> E.Expr:
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        return self.linearize(array, self.ordered(parts), node)
+
+    def linearize(self, array: str, values, node) -> E.Expr:
+        """Row-major flat index: ``(i * D1 + j) * D2 + k``."""
+        span = self.scope.span(node)
+        flat = values[0]
+        for dim, value in enumerate(values[1:], start=1):
+            flat = E.Add(E.Mul(flat, E.DimSize(array, dim, span=span), span=span),
+                         value, span=span)
+        return flat
+
+    def expr_Subscript(self, node: ast.Subscript) -> E.Expr:
+        value = node.value
+        if isinstance(value, ast.Attribute) and value.attr == "shape":
+            return self.shape_dim(value.value, node.slice, node)
+        array = self.array_name(value)
+        index = self.flat_index(array, node.slice, node)
+        return E.Load(array, index, span=self.scope.span(node))
+
+    def shape_dim(self, array_node, index, node) -> E.Expr:
+        array = self.array_name(array_node)
+        if not (isinstance(index, ast.Constant) and type(index.value) is int
+                and index.value >= 0):
+            raise self.scope.unsupported("shape index that is not a non-negative "
+                                         "integer literal", node)
+        return E.DimSize(array, index.value, span=self.scope.span(node))
+
+    # -- operators --------------------------------------------------------------
+    def expr_BinOp(self, node: ast.BinOp) -> E.Expr:
+        kind = BINARY.get(type(node.op))
+        if kind is None:
+            raise self.scope.unsupported(type(node.op).__name__, node)
+        lhs, rhs = self.ordered([node.left, node.right])
+        return kind(lhs, rhs, span=self.scope.span(node))
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> E.Expr:
+        operand = self.expr(node.operand)
+        span = self.scope.span(node)
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if isinstance(node.op, ast.USub):
+            if isinstance(operand, E.Const):
+                return E.Const(-operand.value, span=span)
+            return E.Neg(operand, span=span)
+        if isinstance(node.op, ast.Not):
+            return E.Not(operand, span=span)
+        return E.Invert(operand, span=span)
+
+    def expr_Compare(self, node: ast.Compare) -> E.Expr:
+        operands = [node.left] + list(node.comparators)
+        result = None
+        left = None
+        for k, (op, right_node) in enumerate(zip(node.ops, node.comparators)):
+            kind = COMPARE.get(type(op))
+            if kind is None:
+                raise self.scope.unsupported(type(op).__name__, node)
+            if left is None:
+                left, right = self.ordered([operands[0], right_node])
+            else:
+                right = self.conditional(right_node, result)
+            if k < len(node.ops) - 1:
+                right = self.captured(right, "cmp")
+            test = kind(left, right, span=self.scope.span(node))
+            result = test if result is None else E.And(result, test,
+                                                       span=self.scope.span(node))
+            left = right
+        return result
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> E.Expr:
+        kind = E.And if isinstance(node.op, ast.And) else E.Or
+        result = self.expr(node.values[0])
+        for value in node.values[1:]:
+            rhs = self.conditional(value, result, negate=kind is E.Or)
+            result = kind(result, rhs, span=self.scope.span(node))
+        return result
+
+    def expr_IfExp(self, node: ast.IfExp) -> E.Expr:
+        cond = self.expr(node.test)
+        mark = len(self.pre)
+        if_true = self.expr(node.body)
+        if_false = self.expr(node.orelse)
+        if len(self.pre) == mark:
+            return E.Select(cond, if_true, if_false, span=self.scope.span(node))
+        # An inlined call on one side: evaluate only the chosen side.
+        del self.pre[mark:]
+        return self.branch_value(cond, node.body, node.orelse, node)
+
+    def branch_value(self, cond, true_node, false_node, node) -> E.Expr:
+        result = self.names.fresh("select")
+        span = self.scope.span(node)
+        cond = self.captured(cond, "cond")
+        arms = []
+        for arm in (true_node, false_node):
+            saved, self.pre = self.pre, []
+            value = self.expr(arm)
+            arms.append(tuple(self.pre) + (S.Assign(result, value, span=span),))
+            self.pre = saved
+        self.pre.append(S.If(cond, arms[0], arms[1], span=span))
+        return E.Name(result, span=span)
+
+    def conditional(self, node: ast.expr, guard: E.Expr, negate=False) -> E.Expr:
+        """Lower ``node``, evaluated only when ``guard`` is true (false if negate).
+
+        Plain expressions stay in place (code generators short-circuit); an
+        inlined call moves into an ``if`` on the guard.
+        """
+        mark = len(self.pre)
+        value = self.expr(node)
+        if len(self.pre) == mark:
+            return value
+        body = tuple(self.pre[mark:])
+        del self.pre[mark:]
+        result = self.names.fresh("cond")
+        span = self.scope.span(node)
+        test = E.Not(guard, span=span) if negate else guard
+        self.pre.append(S.Assign(result, E.Const(0, span=span), span=span))
+        self.pre.append(S.If(test, body + (S.Assign(result, value, span=span),), (),
+                             span=span))
+        return E.Name(result, span=span)
+
+    def expr_Call(self, node: ast.Call) -> E.Expr:
+        results = self.call(node)
+        if results is None or len(results) != 1:
+            what = "no value" if not results else f"{len(results)} values"
+            raise self.scope.unsupported(f"call returning {what} used as a value", node)
+        return results[0]
+
+    def expr_Tuple(self, node: ast.Tuple) -> E.Expr:
+        raise self.scope.unsupported("tuple value (tuples only unpack in "
+                                     "assignments and returns)", node)

@@ -1,0 +1,269 @@
+"""Lowering a whole kernel: the parallel loop, the statements before it, the result.
+
+``lower_kernel`` turns a kernel's validated source into a :class:`Lowered`
+pair of IR functions: the kernel itself and, for a kernel that ends in an
+annotated ``return``, a one-iteration epilogue kernel that stores the value
+in a hidden one-element array (``__tack_result__``).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+from typing import Optional
+
+from ... import types as T
+from ...errors import UnsupportedSyntaxError, add_source_note
+from ...ir import expressions as E
+from ...ir import statements as S
+from ...ir.traversal import rewrite, walk
+from ..bindings import Intrinsic
+from ..names import NameAllocator, names_in
+from ..validate import find_parallel_loop, validate_source
+from .arrays import array_uses
+from .calls import CallLowering
+from .expressions import ExpressionLowering
+from .inline import InlineLowering
+from .scope import Scope
+from .statements import StatementLowering, _is_range
+
+RESULT_PARAM = "__tack_result__"
+_HOST_NODES = (E.Const, E.Name, E.DimSize, E.Add, E.Sub, E.Mul, E.FloorDiv,
+               E.Min, E.Max, E.Neg)
+_OUTSIDE = ((S.Store, "array store"), (S.Print, "print"), (E.Atomic, "atomic"),
+            (S.SeqFor, "loop"), (S.While, "loop"))
+_RESULT_TYPES = {"builtins.int": T.i64, "builtins.float": T.f64,
+                 "builtins.bool": T.i32}
+
+
+@dataclass(frozen=True)
+class Lowered:
+    kernel: S.Function
+    epilogue: Optional[S.Function]
+    result_type: Optional[T.ScalarType]
+    result_kind: Optional[str]  # "int", "float", "bool" for the Python value
+
+
+class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowering):
+    def __init__(self, source, fn):
+        self.source = source
+        self.fn = fn
+        self.names = NameAllocator(names_in(source.tree))
+        self.pre: list = []
+        self.active: set = set()
+        self.scope: Scope = None
+        self.array_params: set = set()
+
+    # -- entry --------------------------------------------------------------------
+    def lower(self) -> Lowered:
+        tree, returned = _split_result(self.source.tree)
+        validate_source(self.source, tree)
+        if returned is not None:
+            validate_source(self.source, _as_function(tree, returned))
+        scope = Scope.for_function(self.source, tree, self.fn)
+        self.scope = scope
+        uses = array_uses(self.source, tree, scope.bindings)
+        params = tuple(self.param(a, uses) for a in tree.args.args)
+        self.array_params = {p.name for p in params if p.is_array}
+        self.scalar_params = {p.name for p in params if not p.is_array}
+        scope.arrays = {name: name for name in self.array_params}
+        preamble, loop_node = self.split_body(tree)
+        pre_ir = self.block(preamble)
+        _check_outside_loop(self.source, pre_ir)
+        loop = self.parallel_loop(loop_node, pre_ir)
+        kernel = S.Function(self.source.name, params, pre_ir + (loop,),
+                            span=self.source.span(tree))
+        if returned is None:
+            return Lowered(kernel, None, None, None)
+        return self.epilogue(tree, returned, kernel, pre_ir)
+
+    def param(self, arg: ast.arg, uses) -> S.Param:
+        span = self.source.span(arg)
+        if arg.arg in uses:
+            return S.Param(arg.arg, is_array=True, ndim=uses[arg.arg], span=span)
+        return S.Param(arg.arg, span=span)
+
+    def split_body(self, tree):
+        loop = find_parallel_loop(tree)
+        if loop is None:
+            raise self.scope.unsupported(
+                "kernel without a parallel loop (write one `for ... in range(...)` "
+                "directly in the kernel body)", tree)
+        k = tree.body.index(loop)
+        for stmt in tree.body[k + 1:]:
+            if isinstance(stmt, ast.For):
+                raise self.scope.unsupported("second parallel loop", stmt)
+            raise self.scope.unsupported("statement after the parallel loop", stmt)
+        return tree.body[:k], loop
+
+    # -- the parallel loop ------------------------------------------------------------
+    def parallel_loop(self, node: ast.For, pre_ir) -> S.ParallelFor:
+        scope = self.scope
+        span = scope.span(node)
+        if _is_range(node.iter, scope.bindings, "tack.ndindex"):
+            vars_, extents, prefix = self.ndindex_space(node)
+        elif _is_range(node.iter, scope.bindings):
+            vars_, extents, prefix = self.range_space(node)
+        else:
+            raise scope.unsupported("parallel loop over something other than range() "
+                                    "or tack.ndindex()", node.iter)
+        definitions = _single_definitions(pre_ir)
+        extents = tuple(self.host_extent(e, definitions, node) for e in extents)
+        scope.loops.append("parallel")
+        try:
+            body = prefix + self.block(node.body)
+        finally:
+            scope.loops.pop()
+        return S.ParallelFor(vars_, extents, body, span=span)
+
+    def range_space(self, node: ast.For):
+        scope = self.scope
+        if not isinstance(node.target, ast.Name):
+            raise scope.unsupported("parallel loop target that is not a name "
+                                    "(use tack.ndindex for several)", node.target)
+        self.arity(node.iter, "range", 1, 3)
+        args = node.iter.args
+        saved, self.pre = self.pre, []
+        values = self.ordered(args)
+        if self.pre:
+            raise scope.unsupported("device function call in the parallel loop's "
+                                    "range", node.iter)
+        self.pre = saved
+        span = scope.span(node)
+        var = node.target.id
+        if len(values) == 1:
+            return (var,), (values[0],), ()
+        start, stop = values[0], values[1]
+        step = values[2] if len(values) == 3 else E.Const(1, span=span)
+        if not (isinstance(step, E.Const) and type(step.value) is int):
+            raise scope.unsupported("parallel loop step that is not an integer "
+                                    "literal", node.iter)
+        idx = self.names.fresh("step_idx")
+        s = step.value
+        c = lambda v: E.Const(v, span=span)  # noqa: E731
+        if s > 0:
+            count = E.FloorDiv(E.Add(E.Sub(stop, start, span=span), c(s - 1), span=span),
+                               c(s), span=span)
+        else:
+            count = E.FloorDiv(E.Add(E.Sub(start, stop, span=span), c(-s - 1),
+                                     span=span), c(-s), span=span)
+        position = E.Add(start, E.Mul(E.Name(idx, span=span), step, span=span),
+                         span=span)
+        return (idx,), (count,), (S.Assign(var, position, span=span),)
+
+    def ndindex_space(self, node: ast.For):
+        scope = self.scope
+        args = node.iter.args
+        targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+        if not all(isinstance(t, ast.Name) for t in targets):
+            raise scope.unsupported("loop target that is not a name", node.target)
+        if len(targets) != len(args) or not args:
+            raise scope.unsupported(f"tack.ndindex() with {len(args)} extents unpacked "
+                                    f"into {len(targets)} names", node)
+        if len(args) > 3:
+            raise scope.unsupported("tack.ndindex() with 4 or more dimensions (not "
+                                    "built yet)", node)
+        saved, self.pre = self.pre, []
+        extents = self.ordered(args)
+        if self.pre:
+            raise scope.unsupported("device function call in tack.ndindex()", node.iter)
+        self.pre = saved
+        return tuple(t.id for t in targets), tuple(extents), ()
+
+    def host_extent(self, expr, definitions, node) -> E.Expr:
+        """The loop extent over parameters only, for evaluation on the host."""
+        def substitute(e):
+            if isinstance(e, E.Name) and e.id in definitions:
+                return rewrite(definitions[e.id], substitute)
+            return e
+        expr = rewrite(expr, substitute)
+        for sub in walk(expr):
+            if not isinstance(sub, _HOST_NODES) or (
+                    isinstance(sub, E.Name) and sub.id not in self.scalar_params):
+                raise self.scope.unsupported(
+                    "parallel loop range that is not computed from constants, scalar "
+                    "parameters and array extents with + - * // min max", node.iter)
+        return expr
+
+    # -- the annotated return ---------------------------------------------------------
+    def epilogue(self, tree, returned: ast.Return, kernel, pre_ir) -> Lowered:
+        result_type, kind = self.result_type(tree.returns)
+        self.scope.loops.append("parallel")
+        saved, self.pre = self.pre, []
+        try:
+            value = self.expr(returned.value)
+            body = tuple(self.pre)
+        finally:
+            self.pre = saved
+            self.scope.loops.pop()
+        rspan = self.source.span(returned)
+        zero = E.Const(0, span=rspan)
+        store = S.Store(RESULT_PARAM, zero, E.Cast(value, result_type, span=rspan),
+                        span=rspan)
+        idx = self.names.fresh("result_idx")
+        loop = S.ParallelFor((idx,), (E.Const(1, span=rspan),), body + (store,),
+                             span=rspan)
+        result = S.Param(RESULT_PARAM, is_array=True, ndim=1, span=rspan)
+        epilogue = S.Function(self.source.name + "__result", kernel.params + (result,),
+                              pre_ir + (loop,), span=kernel.span)
+        return Lowered(kernel, epilogue, result_type, kind)
+
+    def result_type(self, annotation):
+        target = self.scope.bindings.resolve(annotation)
+        name = target.name if isinstance(target, Intrinsic) else None
+        if name in _RESULT_TYPES:
+            return _RESULT_TYPES[name], name.split(".")[1]
+        if isinstance(target, T.ScalarType):
+            return target, "float" if target.is_float else "int"
+        raise self.scope.unsupported("return annotation (use int, float, bool or a "
+                                     "tack scalar type)", annotation)
+
+
+def _split_result(tree: ast.FunctionDef):
+    """Split off a final annotated ``return``; the rest is the kernel."""
+    if tree.body and isinstance(tree.body[-1], ast.Return) and tree.returns is not None:
+        returned = tree.body[-1]
+        if returned.value is None:
+            return tree, None
+        trimmed = copy.copy(tree)
+        trimmed.body = tree.body[:-1]
+        return trimmed, returned
+    return tree, None
+
+
+def _as_function(tree, returned):
+    """A stand-in function that holds the returned expression, for validation."""
+    probe = copy.copy(tree)
+    probe.body = [ast.copy_location(ast.Expr(
+        ast.copy_location(ast.Call(ast.Name("abs", ast.Load()), [returned.value], []),
+                          returned)), returned)]
+    return probe
+
+
+def _single_definitions(pre_ir) -> dict:
+    counts, values = {}, {}
+    for stmt in pre_ir:
+        for node in walk(stmt):
+            if isinstance(node, S.Assign):
+                counts[node.target] = counts.get(node.target, 0) + 1
+                values[node.target] = node.value
+    return {name: values[name] for name, n in counts.items() if n == 1}
+
+
+def _check_outside_loop(source, pre_ir) -> None:
+    for stmt in pre_ir:
+        for node in walk(stmt):
+            for kind, what in _OUTSIDE:
+                if isinstance(node, kind):
+                    span = node.span
+                    exc = UnsupportedSyntaxError(
+                        f"{source.kind} '{source.name}': unsupported {what} outside "
+                        f"the parallel loop at line {span.line}, column {span.col}")
+                    add_source_note(exc, span)
+                    raise exc
+
+
+def lower_kernel(source, fn) -> Lowered:
+    """Validate and lower a kernel's source (spec stage 3b-3d)."""
+    return Lowerer(source, fn).lower()

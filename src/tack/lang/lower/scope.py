@@ -1,0 +1,57 @@
+"""The per-function state of lowering: names, arrays, loops, and error helpers.
+
+A kernel is lowered in one :class:`Scope`; each inlined device function gets a
+child scope whose locals are renamed to fresh names and whose array parameters
+are aliases of the caller's arrays.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ...errors import add_source_note
+from ..bindings import CallBindings
+from ..names import assigned_names
+from ..source import Source
+from ..validate import unsupported
+
+
+@dataclass
+class Scope:
+    source: Source
+    tree: ast.FunctionDef
+    bindings: CallBindings
+    rename: dict = field(default_factory=dict)   # source scalar name -> IR name
+    arrays: dict = field(default_factory=dict)   # source array name -> IR array
+    bound: set = field(default_factory=set)      # names the function binds
+    results: Optional[tuple] = None              # result slots of a device function
+    loops: list = field(default_factory=list)    # "parallel" | "seq" | "while"
+    caller: Optional["Scope"] = None
+
+    @classmethod
+    def for_function(cls, source: Source, tree: ast.FunctionDef, fn, caller=None):
+        return cls(source, tree, CallBindings(fn, tree), bound=assigned_names(tree),
+                   caller=caller)
+
+    def unsupported(self, construct: str, node):
+        return unsupported(self.source, construct, node)
+
+    def error(self, exc_type, message: str, node):
+        """``exc_type`` with the function's name and the node's position."""
+        exc = exc_type(f"{self.describe()}: {message} {self.source.where(node)}")
+        add_source_note(exc, self.source.span(node))
+        return exc
+
+    def describe(self) -> str:
+        text = f"{self.source.kind} '{self.source.name}'"
+        root = self
+        while root.caller is not None:
+            root = root.caller
+        if root is not self:
+            text += f" (inlined into kernel '{root.source.name}')"
+        return text
+
+    def span(self, node):
+        return self.source.span(node)

@@ -1,0 +1,215 @@
+"""Lowering statements inside a kernel or device function body."""
+
+from __future__ import annotations
+
+import ast
+
+from ...ir import expressions as E
+from ...ir import statements as S
+from .expressions import BINARY
+
+
+def _is_range(call, bindings, name="builtins.range") -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    target = bindings.resolve(call.func)
+    return getattr(target, "name", None) == name
+
+
+class StatementLowering:
+    """Mixin of the Lowerer: ``block`` lowers a list of statements."""
+
+    def block(self, stmts) -> tuple:
+        out = []
+        for stmt in stmts:
+            out.extend(self.statement(stmt))
+        return tuple(out)
+
+    def statement(self, node: ast.stmt) -> list:
+        saved, self.pre = self.pre, []
+        try:
+            handler = getattr(self, "stmt_" + type(node).__name__, None)
+            if handler is None:
+                raise self.scope.unsupported(type(node).__name__, node)
+            lowered = handler(node)
+            return self.pre + lowered
+        finally:
+            self.pre = saved
+
+    def stmt_Pass(self, node):
+        return []
+
+    # -- assignment -------------------------------------------------------------
+    def stmt_Assign(self, node: ast.Assign):
+        if len(node.targets) == 1:
+            return self.assign(node.targets[0], node.value, node)
+        value = self.captured(self.expr(node.value), "value")
+        out = []
+        for target in node.targets:
+            out.extend(self.assign_value(target, value, node))
+        return out
+
+    def assign(self, target, value_node, node):
+        if isinstance(target, ast.Tuple):
+            return self.unpack(target, value_node, node)
+        if isinstance(target, ast.Subscript):
+            value = self.expr(value_node)
+            return self.assign_value(target, value, node)
+        return self.assign_value(target, self.expr(value_node), node)
+
+    def unpack(self, target: ast.Tuple, value_node, node):
+        if isinstance(value_node, ast.Tuple):
+            if len(value_node.elts) != len(target.elts):
+                raise self.scope.unsupported("unpacking of a tuple of another length",
+                                             node)
+            values = [self.captured(v, "value") for v in self.ordered(value_node.elts)]
+        elif isinstance(value_node, ast.Call):
+            values = self.call(value_node)
+            if not values or len(values) != len(target.elts):
+                raise self.scope.unsupported(
+                    f"unpacking of {len(values or ())} values into "
+                    f"{len(target.elts)} names", node)
+        else:
+            raise self.scope.unsupported("unpacking of a value that is not a tuple",
+                                         node)
+        out = []
+        for elt, value in zip(target.elts, values):
+            out.extend(self.assign_value(elt, value, node))
+        return out
+
+    def assign_value(self, target, value: E.Expr, node):
+        scope = self.scope
+        span = scope.span(node)
+        if isinstance(target, ast.Name):
+            if target.id in scope.arrays:
+                raise scope.unsupported(f"assignment to array '{target.id}'", node)
+            if isinstance(value, E.Name) and value.id in self.array_params:
+                raise scope.unsupported("assignment of an array to a name", node)
+            name = scope.rename.get(target.id, target.id)
+            return [S.Assign(name, value, span=span)]
+        if isinstance(target, ast.Subscript):
+            if isinstance(target.value, ast.Attribute):
+                raise scope.unsupported("assignment to an array's shape", node)
+            array = self.array_name(target.value)
+            index = self.flat_index(array, target.slice, target)
+            return [S.Store(array, index, value, span=span)]
+        if isinstance(target, ast.Tuple):
+            raise scope.unsupported("nested tuple unpacking", node)
+        raise scope.unsupported(f"assignment to {type(target).__name__}", node)
+
+    def stmt_AugAssign(self, node: ast.AugAssign):
+        kind = BINARY.get(type(node.op))
+        if kind is None:
+            raise self.scope.unsupported(type(node.op).__name__, node)
+        span = self.scope.span(node)
+        target = node.target
+        if isinstance(target, ast.Name):
+            current = self.expr(ast.copy_location(ast.Name(target.id, ast.Load()),
+                                                  target))
+            value = self.expr(node.value)
+            return self.assign_value(target, kind(current, value, span=span), node)
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            array = self.array_name(target.value)
+            index = self.captured(self.flat_index(array, target.slice, target), "index")
+            mark = len(self.pre)
+            value = self.expr(node.value)
+            current = E.Load(array, index, span=span)
+            if len(self.pre) > mark:  # read the element before an inlined call runs
+                current, assign = self.capture(current, "old")
+                self.pre.insert(mark, assign)
+            return [S.Store(array, index, kind(current, value, span=span), span=span)]
+        raise self.scope.unsupported(f"augmented assignment to "
+                                     f"{type(target).__name__}", node)
+
+    # -- calls as statements -------------------------------------------------------
+    def stmt_Expr(self, node: ast.Expr):
+        value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return []  # a docstring
+        target = self.scope.bindings.resolve(value.func)
+        if getattr(target, "name", None) == "builtins.print":
+            return [self.print_statement(value)]
+        results = self.call(value)
+        if results and len(results) == 1 and not isinstance(results[0], E.Name):
+            return [S.ExprStmt(results[0], span=self.scope.span(node))]
+        return []
+
+    def print_statement(self, call: ast.Call):
+        args = []
+        parts = [a for a in call.args
+                 if not (isinstance(a, ast.Constant) and isinstance(a.value, str))]
+        values = iter(self.ordered(parts))
+        for arg in call.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                args.append(E.Str(arg.value, span=self.scope.span(arg)))
+            else:
+                args.append(next(values))
+        return S.Print(tuple(args), span=self.scope.span(call))
+
+    # -- control flow ----------------------------------------------------------------
+    def stmt_If(self, node: ast.If):
+        cond = self.expr(node.test)
+        return [S.If(cond, self.block(node.body), self.block(node.orelse),
+                     span=self.scope.span(node))]
+
+    def stmt_While(self, node: ast.While):
+        span = self.scope.span(node)
+        cond = self.expr(node.test)
+        self.scope.loops.append("while")
+        try:
+            body = self.block(node.body)
+        finally:
+            self.scope.loops.pop()
+        if not self.pre:
+            return [S.While(cond, body, span=span)]
+        # The condition inlined a call: re-evaluate it at the top of each trip.
+        head = tuple(self.pre)
+        self.pre = []
+        exit_ = S.If(E.Not(cond, span=span), (S.Break(span=span),), (), span=span)
+        return [S.While(E.Const(1, span=span), head + (exit_,) + body, span=span)]
+
+    def stmt_For(self, node: ast.For):
+        scope = self.scope
+        if _is_range(node.iter, scope.bindings, "tack.ndindex"):
+            raise scope.unsupported("tack.ndindex() outside the kernel's parallel "
+                                    "loop", node)
+        if not _is_range(node.iter, scope.bindings):
+            raise scope.unsupported("iteration over something other than range()",
+                                    node.iter)
+        if not isinstance(node.target, ast.Name):
+            raise scope.unsupported("loop target that is not a name", node.target)
+        self.arity(node.iter, "range", 1, 3)
+        args = self.ordered(node.iter.args)
+        span = scope.span(node)
+        if len(args) == 1:
+            args = [E.Const(0, span=span)] + args
+        if len(args) == 2:
+            args.append(E.Const(1, span=span))
+        start, stop, step = (self.captured(a, "range") for a in args)
+        var = scope.rename.get(node.target.id, node.target.id)
+        scope.loops.append("seq")
+        try:
+            body = self.block(node.body)
+        finally:
+            scope.loops.pop()
+        return [S.SeqFor(var, start, stop, step, body, span=span)]
+
+    def stmt_Break(self, node):
+        return [S.Break(span=self.scope.span(node))]
+
+    def stmt_Continue(self, node):
+        outermost = self.scope.loops[-1] == "parallel"
+        return [S.Continue(outermost, span=self.scope.span(node))]
+
+    def stmt_Return(self, node: ast.Return):
+        scope = self.scope
+        slots = scope.results or ()
+        if node.value is None:
+            if slots:
+                raise scope.unsupported("return without a value in a function that "
+                                        "returns one", node)
+            return []
+        nodes = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        values = self.ordered(nodes)
+        span = scope.span(node)
+        return [S.Assign(slot, value, span=span) for slot, value in zip(slots, values)]

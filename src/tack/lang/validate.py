@@ -1,0 +1,172 @@
+"""The allow-list validator: every AST construct a kernel may contain, checked first.
+
+``validate_source`` walks a kernel's or device function's ``FunctionDef``
+before anything is lowered. Any node type outside ``_SUPPORTED`` is rejected,
+and the constructs whose support depends on context (constants, expression
+statements, loops, ``break``/``continue``, ``return``) have their own checks.
+Each rejection is an :class:`UnsupportedSyntaxError` naming the function, the
+construct and its line and column. Lowering never silently drops a statement
+it has no case for, because anything it lacks a case for is rejected here.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..errors import UnsupportedSyntaxError, add_source_note
+from .source import Source
+
+_SUPPORTED = (
+    ast.arguments, ast.arg, ast.Expr, ast.Assign, ast.AugAssign, ast.For,
+    ast.While, ast.If, ast.Break, ast.Continue, ast.Pass, ast.Return, ast.Name,
+    ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
+    ast.Call, ast.Attribute, ast.Subscript, ast.Tuple, ast.Load, ast.Store,
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.LShift, ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd, ast.UAdd,
+    ast.USub, ast.Not, ast.Invert, ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt,
+    ast.LtE, ast.Gt, ast.GtE,
+)
+_TERMINATORS = (ast.Return, ast.Break, ast.Continue)
+
+
+def unsupported(source: Source, construct: str, node) -> UnsupportedSyntaxError:
+    """The error for ``construct`` at ``node``, with a source note attached."""
+    exc = UnsupportedSyntaxError(
+        f"{source.kind} '{source.name}': unsupported {construct} {source.where(node)}")
+    add_source_note(exc, source.span(node))
+    return exc
+
+
+class _Validator(ast.NodeVisitor):
+    def __init__(self, source: Source, tree, parallel_loop):
+        self.source = source
+        self.tree = tree
+        self.parallel_loop = parallel_loop
+        self.loops: list[ast.AST] = []
+        self.position = source.tree
+
+    def reject(self, construct: str, node=None):
+        raise unsupported(self.source, construct, node or self.position)
+
+    def visit(self, node):
+        if hasattr(node, "lineno"):
+            self.position = node
+        return super().visit(node)
+
+    def generic_visit(self, node):
+        if not isinstance(node, _SUPPORTED):
+            self.reject(type(node).__name__)
+        super().generic_visit(node)
+
+    # -- the function itself --------------------------------------------------
+    def visit_FunctionDef(self, node: ast.FunctionDef):
+        if node is not self.tree:
+            self.reject("nested function definition (FunctionDef)", node)
+        args = node.args
+        if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg:
+            self.reject("parameter kind (only plain positional parameters)", node)
+        if args.defaults or args.kw_defaults:
+            self.reject("default parameter value", node)
+        self._body(node.body, top=True)
+
+    def _body(self, body, top=False):
+        for k, stmt in enumerate(body):
+            if k > 0 and isinstance(body[k - 1], _TERMINATORS):
+                self.reject("unreachable statement after "
+                            f"{type(body[k - 1]).__name__.lower()}", stmt)
+            if top and k == 0 and _is_docstring(stmt):
+                continue
+            self.visit(stmt)
+
+    # -- statements ------------------------------------------------------------
+    def visit_Expr(self, node: ast.Expr):
+        if not isinstance(node.value, ast.Call):
+            self.reject(f"expression statement ({type(node.value).__name__})", node)
+        self.visit(node.value)
+
+    def visit_For(self, node: ast.For):
+        if node.orelse:
+            self.reject("for-else", node)
+        self.visit(node.target)
+        self.visit(node.iter)
+        self._check_range_step(node.iter)
+        self.loops.append(node)
+        self._body(node.body)
+        self.loops.pop()
+
+    def visit_While(self, node: ast.While):
+        if node.orelse:
+            self.reject("while-else", node)
+        self.visit(node.test)
+        self.loops.append(node)
+        self._body(node.body)
+        self.loops.pop()
+
+    def visit_If(self, node: ast.If):
+        self.visit(node.test)
+        self._body(node.body)
+        self._body(node.orelse)
+
+    def visit_Break(self, node: ast.Break):
+        if not self.loops:
+            self.reject("break outside a loop", node)
+        if self.loops[-1] is self.parallel_loop:
+            self.reject("break out of the parallel loop", node)
+
+    def visit_Continue(self, node: ast.Continue):
+        if not self.loops:
+            self.reject("continue outside a loop", node)
+
+    def visit_Return(self, node: ast.Return):
+        if self.source.kind == "Kernel":
+            self.reject("Return (a kernel returns a value only from an annotated "
+                        "final return statement)", node)
+        if self.loops:
+            self.reject("return inside a loop", node)
+        if node.value is not None:
+            self.visit(node.value)
+
+    # -- expressions -------------------------------------------------------------
+    def visit_Constant(self, node: ast.Constant):
+        if isinstance(node.value, (bool, int, float)):
+            return
+        if isinstance(node.value, str) and getattr(node, "_tack_label", False):
+            return
+        self.reject(f"constant {node.value!r}", node)
+
+    def visit_Call(self, node: ast.Call):
+        if node.keywords:
+            self.reject("keyword argument", node.keywords[0].value)
+        self.visit(node.func)
+        is_print = isinstance(node.func, ast.Name) and node.func.id == "print"
+        for arg in node.args:
+            if is_print and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                continue
+            self.visit(arg)
+
+    def _check_range_step(self, it):
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range" and len(it.args) == 3):
+            step = it.args[2]
+            if isinstance(step, ast.Constant) and step.value == 0:
+                self.reject("range() step of zero", step)
+
+
+def _is_docstring(stmt) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str))
+
+
+def find_parallel_loop(tree: ast.FunctionDef):
+    """The first ``for`` directly in the kernel body, or None."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.For):
+            return stmt
+    return None
+
+
+def validate_source(source: Source, tree: ast.FunctionDef = None) -> None:
+    """Reject every construct outside the kernel language (see module doc)."""
+    tree = tree or source.tree
+    loop = find_parallel_loop(tree) if source.kind == "Kernel" else None
+    _Validator(source, tree, loop).visit(tree)

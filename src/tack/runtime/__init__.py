@@ -1,0 +1,1 @@
+"""Devices, arrays, dispatch, and one subpackage per backend."""

@@ -1,0 +1,49 @@
+"""The interface every backend implements.
+
+A backend is three small things: options that enter the cache key
+(``cache_target``), build stages (``build``, from optimized IR to a loaded
+program), and a runtime (allocation, copies, ``launch``, ``synchronize``).
+Backends differ in their own classes, never in ``if kind == ...`` chains.
+"""
+
+from __future__ import annotations
+
+from .. import types as T
+
+
+class Backend:
+    name: str = "backend"
+    memory_domain: object = None
+    supported_dtypes = frozenset(T.SCALAR_TYPES)
+    atomic_dtypes = frozenset()
+    supports_workgroups = False
+    specialize_disjoint = False
+    device_options: tuple = ()
+
+    def cache_target(self):
+        """A hashable identity of the code this backend runs; variants are
+        shared between backends with equal targets."""
+        raise NotImplementedError
+
+    # -- memory -----------------------------------------------------------------
+    def allocate(self, nbytes: int):
+        """A buffer object with ``address`` and ``host_view(nbytes)``."""
+        raise NotImplementedError
+
+    # -- kernels ----------------------------------------------------------------
+    def build(self, fn, epilogue=None):
+        """Typed, native code for the optimized IR ``fn``; returns a program."""
+        raise NotImplementedError
+
+    def launch(self, program, pack, count: int, total: int) -> None:
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        """Wait for every launch so far (a no-op where launches are synchronous)."""
+
+    def memory_space(self, ptr) -> str:
+        return "cpu"
+
+    @property
+    def class_name(self) -> str:
+        return type(self).__name__

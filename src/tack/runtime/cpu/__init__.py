@@ -1,0 +1,1 @@
+"""The CPU backend: LLVM through llvmlite, MCJIT, and a thread pool."""

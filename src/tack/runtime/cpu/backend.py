@@ -1,0 +1,121 @@
+"""CPUBackend: compiles variants with LLVM and runs them over a thread pool."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import config
+from ... import types as T
+from ...codegen.llvm.module import POINTER, LLVMKernel, generate_llvm_ir
+from ...ir.cost import Cost, iteration_cost
+from ...ir.passes.annotate import annotate_types
+from ...ir.verify import verify
+from ..backend import Backend
+from . import jit
+from .pool import PythonPool
+
+_CTYPES = {
+    T.i8: ctypes.c_int8, T.i16: ctypes.c_int16, T.i32: ctypes.c_int32,
+    T.i64: ctypes.c_int64, T.u8: ctypes.c_uint8, T.u16: ctypes.c_uint16,
+    T.u32: ctypes.c_uint32, T.u64: ctypes.c_uint64, T.f32: ctypes.c_float,
+    T.f64: ctypes.c_double,
+}
+ALIGNMENT = 64
+# Work units (flops + bytes/4 per iteration, times iterations) below which a
+# launch runs on the calling thread; fanning out costs tens of microseconds
+# through the Python pool. The CPU-performance issue replaces this constant
+# with a measured fan-out cost.
+FANOUT_WORK = 200_000.0
+
+
+class HostBuffer:
+    """Host memory: a NumPy byte array, 64-byte aligned."""
+
+    __slots__ = ("raw", "address", "nbytes")
+
+    def __init__(self, nbytes: int):
+        raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+        offset = (-raw.ctypes.data) % ALIGNMENT
+        self.raw = raw[offset:offset + nbytes]
+        self.address = raw.ctypes.data + offset
+        self.nbytes = nbytes
+
+    def host_view(self):
+        return self.raw
+
+
+@dataclass
+class CPUProgram:
+    """A loaded variant: its entry point, argument pack layout and cost."""
+
+    kernel: LLVMKernel
+    entry: object          # ctypes function (pack address, start, end)
+    pack_type: type        # ctypes.Structure matching the LLVM pack struct
+    cost: Cost
+
+
+def pack_structure(fields) -> type:
+    ctypes_fields = [(f"f{k}", ctypes.c_void_p if f == POINTER else _CTYPES[f])
+                     for k, f in enumerate(fields)] or [("empty", ctypes.c_int32)]
+    return type("TackPack", (ctypes.Structure,), {"_fields_": ctypes_fields})
+
+
+class CPUBackend(Backend):
+    name = "cpu"
+    memory_domain = "host"
+    atomic_dtypes = frozenset((T.i32, T.i64, T.u32, T.u64, T.f32, T.f64))
+    specialize_disjoint = True
+    device_options = ("num_threads",)
+
+    def __init__(self, num_threads=None):
+        config.cpu_policy()
+        self.num_threads = config.cpu_threads(num_threads)
+        self.margin = config.env_float("TACK_CPU_MARGIN", 1.0)
+        config.cpu_pool_kind()
+        self.pool = PythonPool(self.num_threads) if self.num_threads > 1 else None
+
+    def cache_target(self):
+        target = jit.host()
+        return ("cpu", target.triple, target.cpu, target.features)
+
+    def allocate(self, nbytes: int) -> HostBuffer:
+        return HostBuffer(nbytes)
+
+    # -- building ---------------------------------------------------------------
+    def typed(self, fn):
+        return verify(annotate_types(fn), "typed")
+
+    def generate(self, fn) -> LLVMKernel:
+        target = jit.host()
+        return generate_llvm_ir(self.typed(fn), target.triple, target.data_layout)
+
+    def inspect_source(self, fn, optimized: bool) -> str:
+        text = self.generate(fn).text
+        return str(jit.optimized_module(text)) if optimized else text
+
+    def build(self, fn) -> CPUProgram:
+        typed = self.typed(fn)
+        target = jit.host()
+        kernel = generate_llvm_ir(typed, target.triple, target.data_layout)
+        address = jit.load(jit.compile_object(kernel.text), kernel.entry)
+        return CPUProgram(kernel, jit.KERNEL_ABI(address),
+                          pack_structure(kernel.pack_fields), iteration_cost(typed))
+
+    # -- running ------------------------------------------------------------------
+    def launch(self, program: CPUProgram, pack, count: int, total: int) -> None:
+        """Run ``count`` rows of dimension 0 (``total`` iterations in all)."""
+        address = ctypes.addressof(pack)
+        if self.pool is None or count < 2 or self._serial(program.cost, total):
+            program.entry(address, 0, count)
+        else:
+            self.pool.run(program.entry, address, count)
+
+    def _serial(self, cost: Cost, count: int) -> bool:
+        work = (cost.flops + cost.bytes / 4.0 + 1.0) * count
+        return work < FANOUT_WORK * self.margin
+
+    def __repr__(self):
+        return f"CPUBackend(num_threads={self.num_threads})"

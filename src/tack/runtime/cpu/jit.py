@@ -1,0 +1,97 @@
+"""Native compilation for the host CPU: O3 with llvmlite, object code, MCJIT.
+
+A variant is compiled to object code (``compile_object``) and then loaded
+into one process-wide MCJIT engine (``load``). Keeping the two steps apart
+means a cached object file loads exactly like a fresh one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from functools import lru_cache
+
+import llvmlite.binding as llvm
+
+_lock = threading.Lock()
+
+
+class HostTarget:
+    """The host's triple, CPU, features and a target machine at O3."""
+
+    def __init__(self):
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        self.triple = llvm.get_process_triple()
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        target = llvm.Target.from_triple(self.triple)
+        self.machine = target.create_target_machine(
+            cpu=self.cpu, features=self.features, opt=3, reloc="default",
+            codemodel="jitdefault")
+        self.data_layout = str(self.machine.target_data)
+
+    def optimize(self, module) -> None:
+        """The O3 pipeline with loop and SLP vectorization (no fast-math)."""
+        options = llvm.create_pipeline_tuning_options(speed_level=3)
+        options.loop_vectorization = True
+        options.slp_vectorization = True
+        builder = llvm.create_pass_builder(self.machine, options)
+        builder.getModulePassManager().run(module, builder)
+
+    def parse(self, text: str):
+        module = llvm.parse_assembly(text)
+        module.triple = self.triple
+        module.data_layout = self.data_layout
+        module.verify()
+        return module
+
+
+@lru_cache(maxsize=None)
+def host() -> HostTarget:
+    return HostTarget()
+
+
+def optimized_module(text: str):
+    """The module after O3, as llvmlite's ModuleRef (for inspection)."""
+    target = host()
+    module = target.parse(text)
+    target.optimize(module)
+    return module
+
+
+def compile_object(text: str) -> bytes:
+    """LLVM IR text to an object file for the host."""
+    module = optimized_module(text)
+    return host().machine.emit_object(module)
+
+
+class _Engine:
+    """One MCJIT engine for the process; object files are added to it."""
+
+    def __init__(self):
+        target = host()
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target.machine)
+
+    def load(self, obj: bytes, symbol: str) -> int:
+        with _lock:
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self.engine.finalize_object()
+            address = self.engine.get_function_address(symbol)
+        if not address:
+            raise RuntimeError(f"compilation failed: symbol {symbol} not found")
+        return address
+
+
+@lru_cache(maxsize=None)
+def engine() -> _Engine:
+    from . import printing
+    printing.register()
+    return _Engine()
+
+
+def load(obj: bytes, symbol: str) -> int:
+    return engine().load(obj, symbol)
+
+
+KERNEL_ABI = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)

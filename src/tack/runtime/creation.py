@@ -1,0 +1,149 @@
+"""Array constructors: ``empty``, ``zeros``, ``ones``, ``full``, ``arange``,
+``array``, ``asarray``. Each takes ``device=`` (default: the default device)."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .. import types as T
+from .array import Array
+from .device import device as _device
+from .device import get_default_device
+
+
+def _resolve_device(device):
+    return get_default_device() if device is None else _device(device)
+
+
+def _shape(shape) -> tuple:
+    dims = (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(
+        shape, bool) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise TypeError(f"shape must be an integer or a tuple of integers, "
+                        f"not {type(shape).__name__}") from None
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"array extents must be integers, got {d!r}")
+        d = operator.index(d)
+        if d < 0:
+            raise ValueError(f"negative dimensions are not allowed: {tuple(dims)}")
+        out.append(d)
+    return tuple(out)
+
+
+def empty(shape, dtype=T.f32, *, device=None) -> Array:
+    """A new array with unspecified contents (the CPU does not touch its pages)."""
+    dev = _resolve_device(device)
+    dims = _shape(shape)
+    dt = T.as_scalar_type(dtype)
+    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    buffer = dev.backend.allocate(count * dt.itemsize)
+    return Array(buffer, dims, dt, dev)
+
+
+def zeros(shape, dtype=T.f32, *, device=None) -> Array:
+    out = empty(shape, dtype, device=device)
+    out.fill(0)
+    return out
+
+
+def ones(shape, dtype=T.f32, *, device=None) -> Array:
+    out = empty(shape, dtype, device=device)
+    out.fill(1)
+    return out
+
+
+def _scalar_dtype(value) -> T.ScalarType:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("Tack has no boolean arrays; pass dtype=tack.i32 or convert "
+                        "the values to integers")
+    if isinstance(value, (int, np.integer)) and not isinstance(value, np.integer):
+        return T.i32 if -(1 << 31) <= value < (1 << 31) else T.i64
+    if isinstance(value, np.generic):
+        return T.from_numpy(value.dtype)
+    if isinstance(value, float):
+        return T.f32
+    raise TypeError(f"cannot infer a Tack dtype from {type(value).__name__}")
+
+
+def full(shape, fill_value, dtype=None, *, device=None) -> Array:
+    dt = _scalar_dtype(fill_value) if dtype is None else dtype
+    out = empty(shape, dt, device=device)
+    out.fill(fill_value)
+    return out
+
+
+def _host_values(obj, dtype) -> np.ndarray:
+    """``obj`` as a NumPy array with Tack's dtype inference."""
+    if dtype is not None:
+        dt = T.as_scalar_type(dtype)
+        return np.asarray(obj, dtype=dt.numpy)
+    values = np.asarray(obj)
+    if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
+        T.from_numpy(values.dtype)
+        return values
+    kind = values.dtype.kind
+    if kind == "b":
+        raise TypeError("Tack has no boolean arrays; pass dtype=tack.i32 or convert "
+                        "the values to integers")
+    if kind == "f":
+        return values.astype(np.float32)
+    if kind in "iu":
+        if values.size == 0 or (values.min() >= -(1 << 31) and values.max() < (1 << 31)):
+            return values.astype(np.int32)
+        return values.astype(np.int64)
+    T.from_numpy(values.dtype)
+    return values
+
+
+def _from_host(values: np.ndarray, dev) -> Array:
+    out = empty(values.shape, T.from_numpy(values.dtype), device=dev)
+    np.copyto(out._view(), values, casting="unsafe")
+    return out
+
+
+def array(obj, dtype=None, *, device=None) -> Array:
+    """A new array holding a copy of ``obj`` (a Tack array, NumPy array, sequence
+    or scalar)."""
+    dev = _resolve_device(device)
+    if isinstance(obj, Array):
+        values = obj.numpy()
+        if dtype is not None:
+            values = values.astype(T.as_scalar_type(dtype).numpy)
+        return _from_host(values, dev)
+    return _from_host(_host_values(obj, dtype), dev)
+
+
+def asarray(obj, dtype=None, *, device=None) -> Array:
+    """``obj`` itself when it is a Tack array of that dtype on that device's memory,
+    else a converted copy."""
+    if isinstance(obj, Array):
+        same_type = dtype is None or T.as_scalar_type(dtype) == obj.dtype
+        target = None if device is None else _device(device)
+        addressable = target is None or (
+            target.backend.memory_domain == obj.device.backend.memory_domain)
+        if same_type and addressable:
+            return obj
+    return array(obj, dtype, device=device)
+
+
+def arange(*args, dtype=None, device=None) -> Array:
+    """Like ``numpy.arange``: int arguments give i32 (i64 if needed), floats f32."""
+    if not 1 <= len(args) <= 3:
+        raise TypeError(f"arange() takes 1 to 3 positional arguments, got {len(args)}")
+    values = np.arange(*args)
+    if dtype is None:
+        if values.dtype.kind == "f":
+            values = values.astype(np.float32)
+        elif values.dtype.kind in "iu":
+            small = values.size == 0 or (values.min() >= -(1 << 31)
+                                          and values.max() < (1 << 31))
+            values = values.astype(np.int32 if small else np.int64)
+    else:
+        values = values.astype(T.as_scalar_type(dtype).numpy)
+    return _from_host(values, _resolve_device(device))

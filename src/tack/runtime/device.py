@@ -1,0 +1,160 @@
+"""Devices: naming, the default device, and the per-thread ``with`` override.
+
+A :class:`Device` is a handle on one backend instance. ``tack.device(spec)``
+without options returns the same Device for the same spec every time;
+with options it makes a new one.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .. import config
+
+KNOWN_TYPES = ("cpu", "cuda", "hip", "level_zero", "metal")
+NUMBERED_TYPES = ("cuda", "hip", "level_zero")
+_PENDING = {
+    "cuda": "the CUDA backend",
+    "hip": "the HIP backend",
+    "level_zero": "the Level Zero backend",
+    "metal": "the Metal backend",
+}
+
+
+class Device:
+    """One device: ``type``, ``index``, ``synchronize()``; usable as ``with d:``."""
+
+    __slots__ = ("backend", "type", "index", "__weakref__")
+
+    def __init__(self, backend, type_: str, index: int):
+        self.backend = backend
+        self.type = type_
+        self.index = index
+
+    def synchronize(self) -> None:
+        self.backend.synchronize()
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.index}" if self.type in NUMBERED_TYPES else self.type
+
+    def __repr__(self) -> str:
+        return f"Device('{self}')"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Device) and other.backend is self.backend
+
+    def __hash__(self) -> int:
+        return id(self.backend)
+
+    def __enter__(self) -> "Device":
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _stack().pop()
+
+
+_lock = threading.Lock()
+_devices: dict = {}
+_default = None
+_local = threading.local()
+
+
+def _stack() -> list:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def _parse(spec: str):
+    type_, sep, suffix = spec.partition(":")
+    if type_ not in KNOWN_TYPES:
+        raise ValueError(f"Unknown device type: '{type_}'. Available: "
+                         f"{', '.join(KNOWN_TYPES)}")
+    if not sep:
+        return type_, None
+    if type_ not in NUMBERED_TYPES:
+        raise ValueError(f"'{spec}' is not a device: write '{type_}'")
+    if not suffix.isdigit():
+        raise ValueError(f"'{spec}' is not a device: write '{type_}' or '{type_}:N'")
+    return type_, int(suffix)
+
+
+def _backend_class(type_: str):
+    if type_ == "cpu":
+        from .cpu.backend import CPUBackend
+        return CPUBackend
+    raise RuntimeError(
+        f"Cannot start the '{type_}' device: {_PENDING[type_]} is not part of this "
+        f"build of Tack yet. Use tack.device('cpu') (the default).")
+
+
+def _make(type_: str, index, options: dict) -> Device:
+    cls = _backend_class(type_)
+    unknown = sorted(set(options) - set(cls.device_options))
+    if unknown:
+        accepted = ", ".join(cls.device_options) or "none"
+        raise ValueError(f"The '{type_}' device does not accept the option(s) "
+                         f"{', '.join(unknown)}. Accepted: {accepted}.")
+    return Device(cls(**options), type_, index or 0)
+
+
+def device(spec="cpu", **options) -> Device:
+    """The Device ``spec`` names (see ``docs/runtime.md``)."""
+    if isinstance(spec, Device):
+        if options:
+            raise TypeError("options make a new device: pass a device spec, not a Device")
+        return spec
+    if not isinstance(spec, str):
+        raise TypeError(f"a device is a Device or a string such as 'cpu' or 'cuda:0', "
+                        f"not {type(spec).__name__}")
+    type_, index = _parse(spec)
+    if options:
+        return _make(type_, index, options)
+    key = (type_, index or 0)
+    found = _devices.get(key)
+    if found is None:
+        with _lock:
+            found = _devices.get(key)
+            if found is None:
+                found = _devices[key] = _make(type_, index, {})
+    return found
+
+
+def device_count(type_: str) -> int:
+    """How many devices of ``type_`` there are; 0 where its backend cannot start."""
+    if not isinstance(type_, str) or type_ not in KNOWN_TYPES:
+        raise ValueError(f"Unknown device type: '{type_}'. Available: "
+                         f"{', '.join(KNOWN_TYPES)}")
+    try:
+        _backend_class(type_)
+    except RuntimeError:
+        return 0
+    return 1
+
+
+def set_default_device(spec="cpu", **options) -> Device:
+    """Make ``tack.device(spec, **options)`` the process-wide default."""
+    global _default
+    if _default is not None and config.env_flag("TACK_NO_REINIT"):
+        return _default
+    chosen = device(spec, **options)
+    _default = chosen
+    return chosen
+
+
+def get_default_device() -> Device:
+    stack = getattr(_local, "stack", None)
+    if stack:
+        return stack[-1]
+    global _default
+    if _default is None:
+        _default = device("cpu")
+    return _default
+
+
+def sync() -> None:
+    """Wait for every launch on every device made so far."""
+    for dev in list(_devices.values()):
+        dev.synchronize()

@@ -1,0 +1,217 @@
+"""Dispatch: from a call's arguments to a launch (spec stages 2, 4 and 6).
+
+The slow path classifies the arguments, builds or finds the variant, and
+records a :class:`Bound` under the call's *signature* (argument types, the
+shapes the variant bakes in, writability, the device). A later call with the
+same signature goes straight to ``Bound.run``: no IR work, no key derivation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ..ir import expressions as E
+from ..ir.passes.common import ArgSpec, kernel_error
+from ..ir.passes.infer import default_float
+from ..ir.passes.pipeline import VariantRequest, run_pipeline
+from ..ir.statements import Store
+from ..ir.traversal import walk
+from .array import Array
+from .device import get_default_device
+from .host_eval import extent_evaluator
+
+
+def _scalar_kind(value):
+    """The signature entry of a scalar argument (None if not a scalar)."""
+    t = type(value)
+    if t is int or t is bool:
+        return T.int_type_for(int(value))
+    if t is float:
+        return float
+    if isinstance(value, np.integer):
+        return T.int_type_for(int(value))
+    if isinstance(value, np.floating):
+        return float
+    return None
+
+
+def signature(args, shape_params) -> tuple:
+    out = []
+    for k, a in enumerate(args):
+        if type(a) is Array:
+            out.append((a._sig, a._shape) if k in shape_params else a._sig)
+        else:
+            out.append(_scalar_kind(a) or type(a))
+    return tuple(out)
+
+
+def placement(kernel_name: str, args, default):
+    """The device a launch runs on (spec: launch placement)."""
+    arrays = [a for a in args if isinstance(a, Array)]
+    domain = default.backend.memory_domain
+    if all(a._device.backend.memory_domain == domain for a in arrays):
+        return default
+    first = arrays[0]._device
+    for a in arrays[1:]:
+        if a._device.backend.memory_domain != first.backend.memory_domain:
+            raise ValueError(
+                f"Kernel '{kernel_name}' was given arrays on two devices ({first} and "
+                f"{a._device}); a launch runs on one. Copy them to one device first "
+                f"(a.to_device(...)).")
+    return first
+
+
+def classify(kernel_name: str, params, args) -> tuple:
+    """One ArgSpec per argument (spec: Calling a kernel)."""
+    specs = []
+    for param, a in zip(params, args):
+        if isinstance(a, Array):
+            specs.append(ArgSpec(a.dtype, a.shape, "array"))
+            continue
+        kind = _scalar_kind(a)
+        if kind is None:
+            raise TypeError(f"Kernel '{kernel_name}': Unsupported argument type for "
+                            f"parameter '{param.name}': {type(a).__name__}")
+        specs.append(kind)
+    floats = default_float([s for s in specs if isinstance(s, ArgSpec)])
+    return tuple(s if isinstance(s, ArgSpec) else
+                 ArgSpec(floats if s is float else s) for s in specs)
+
+
+def arrays_disjoint(arrays) -> bool:
+    """True when no two distinct array arguments share a byte of storage."""
+    for i in range(len(arrays)):
+        a = arrays[i]
+        for b in arrays[i + 1:]:
+            if a._lo < b._hi and b._lo < a._hi:
+                return False
+    return True
+
+
+def written_params(fn) -> frozenset:
+    written = set()
+    for stmt in fn.body:
+        for node in walk(stmt):
+            if isinstance(node, (Store, E.Atomic)):
+                written.add(node.array)
+    return frozenset(written)
+
+
+class Variant:
+    """A compiled variant: its optimized IR and the backend's program."""
+
+    __slots__ = ("ir", "program", "written")
+
+    def __init__(self, ir, program):
+        self.ir = ir
+        self.program = program
+        self.written = written_params(ir)
+
+
+class _Launcher:
+    """A kernel (or its return epilogue) bound to one backend and argument types."""
+
+    __slots__ = ("kernel", "device", "backend", "specs", "array_positions",
+                 "variants", "epilogue")
+
+    def __init__(self, kernel, device, specs, epilogue=False):
+        self.kernel = kernel
+        self.device = device
+        self.backend = device.backend
+        self.specs = specs
+        self.array_positions = tuple(k for k, s in enumerate(specs) if s.is_array)
+        self.variants = [None, None]  # aliased, disjoint
+        self.epilogue = epilogue
+
+    def variant(self, args):
+        arrays = [args[k] for k in self.array_positions]
+        disjoint = self.backend.specialize_disjoint and arrays_disjoint(arrays)
+        found = self.variants[disjoint]
+        if found is None:
+            found = self.variants[disjoint] = self.kernel._variant(
+                self.backend, self.specs, disjoint, self.epilogue)
+        return found
+
+
+class Bound(_Launcher):
+    """Everything a warm call needs, resolved once per signature."""
+
+    __slots__ = ("extents", "result")
+
+    def __init__(self, kernel, device, specs, extents, result):
+        super().__init__(kernel, device, specs)
+        self.extents = extents
+        self.result = result
+
+    def run(self, args):
+        variant = self.variant(args)
+        extents = [f(args) for f in self.extents]
+        if all(e > 0 for e in extents):
+            _launch(self.backend, variant, args, extents)
+        if self.result is not None:
+            return self.result.run(args)
+        return None
+
+
+def _pack_values(args, extents):
+    values = [a._ptr if type(a) is Array else a for a in args]
+    values.extend(extents[1:])
+    return values
+
+
+def _launch(backend, variant, args, extents) -> None:
+    program = variant.program
+    pack = program.pack_type(*_pack_values(args, extents))
+    total = 1
+    for e in extents:
+        total *= e
+    backend.launch(program, pack, extents[0], total)
+
+
+class ResultReader(_Launcher):
+    """Runs a kernel's return epilogue and reads the hidden result element."""
+
+    __slots__ = ("dtype", "kind")
+
+    def __init__(self, kernel, device, specs, dtype, kind):
+        super().__init__(kernel, device, specs + (ArgSpec(dtype, (1,), "array"),),
+                         epilogue=True)
+        self.dtype = dtype
+        self.kind = kind
+
+    def run(self, args):
+        from .creation import empty
+        result = empty(1, self.dtype, device=self.device)
+        full_args = tuple(args) + (result,)
+        _launch(self.backend, self.variant(full_args), full_args, [1])
+        value = result[0]
+        if self.kind == "bool":
+            return bool(value)
+        return float(value) if self.kind == "float" else int(value)
+
+
+def check_writable(kernel_name, variant, params, args) -> None:
+    for param, a in zip(params, args):
+        if isinstance(a, Array) and not a._writable and param.name in variant.written:
+            raise ValueError(
+                f"Kernel '{kernel_name}': parameter '{param.name}' may be written, but "
+                f"its array is read-only. Pass a writable array (array_from_ptr(..., "
+                f"writable=True) or a copy).")
+
+
+def check_extent_types(kernel_name, template, specs) -> None:
+    loop = template.parallel_for
+    types = {p.name: s for p, s in zip(template.params, specs)}
+    for extent in loop.extents:
+        for node in walk(extent):
+            if isinstance(node, E.Name) and types[node.id].dtype.is_float:
+                raise kernel_error(TypeError, kernel_name, f"the parallel loop's range "
+                                   f"uses '{node.id}', a float; ranges take integers",
+                                   node.span)
+
+
+__all__ = ["signature", "placement", "classify", "Bound", "Variant", "ResultReader",
+           "arrays_disjoint", "check_writable", "check_extent_types",
+           "extent_evaluator", "run_pipeline", "VariantRequest",
+           "get_default_device"]

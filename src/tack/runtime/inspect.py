@@ -1,0 +1,45 @@
+"""``tack.inspect``: the IR, source, optimized code or cost a call would run.
+
+It runs the same pipeline as dispatch on a private copy, for the device the
+call would run on, without launching and without filling the variant cache.
+Unlike dispatch it does not translate errors.
+"""
+
+from __future__ import annotations
+
+from ..ir.cost import iteration_cost
+from ..ir.passes.pipeline import VariantRequest, run_pipeline
+from ..ir.printer import format_function
+from .device import get_default_device
+from .dispatch import arrays_disjoint, classify, placement
+from .kernel import Kernel
+
+MODES = ("ir", "source", "optimized", "cost")
+
+
+def inspect(kernel, *args, mode: str = "source") -> str:
+    """Text for ``mode``: "ir", "source", "optimized" (CPU) or "cost"."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"Expected a @tack.kernel, got {type(kernel).__name__}")
+    if mode not in MODES:
+        raise ValueError(f"Unknown inspect mode: {mode!r}. Use 'ir', 'source', "
+                         f"'optimized', or 'cost'.")
+    template = kernel.get_ir().kernel
+    if len(args) != len(template.params):
+        raise TypeError(f"Kernel '{kernel.name}' expects {len(template.params)} "
+                        f"arguments, got {len(args)}")
+    device = placement(kernel.name, args, get_default_device())
+    backend = device.backend
+    specs = classify(kernel.name, template.params, args)
+    arrays = [a for a, s in zip(args, specs) if s.is_array]
+    disjoint = backend.specialize_disjoint and arrays_disjoint(arrays)
+    request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
+                             backend.class_name, disjoint)
+    optimized = run_pipeline(template, request)
+    if mode == "ir":
+        return format_function(backend.typed(optimized))
+    if mode == "cost":
+        cost = iteration_cost(backend.typed(optimized))
+        return (f"kernel {kernel.name}: per iteration {cost.flops:g} flops, "
+                f"{cost.bytes:g} bytes\n")
+    return backend.inspect_source(optimized, optimized=(mode == "optimized"))

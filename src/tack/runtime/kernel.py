@@ -1,0 +1,167 @@
+"""``@tack.kernel``: the Kernel object, its IR template and its variants.
+
+Tiers (spec 000): the IR template is lowered once per kernel (lock-free read,
+one build under a lock); variants are compiled once per variant key; a call
+whose signature was seen before goes straight to its :class:`Bound`.
+``Kernel.__call__`` is the one place errors are translated.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..errors import UnsupportedSyntaxError
+from ..ir.passes.pipeline import VariantRequest, run_pipeline
+from ..ir.passes.resolve import shape_dependencies
+from ..ir.verify import verify
+from ..lang.func import _require_def
+from ..lang.lower.kernel import lower_kernel
+from ..lang.source import read_source
+from .device import get_default_device
+from .dispatch import (Bound, ResultReader, Variant, check_extent_types,
+                       check_writable, classify, placement, signature)
+from .host_eval import extent_evaluator
+
+_transform_lock = threading.RLock()
+
+
+class Kernel:
+    """A compiled-on-demand kernel; call it like the Python function."""
+
+    def __init__(self, fn):
+        _require_def(fn, "kernel")
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.source = read_source(fn, "Kernel")
+        self._lowered = None
+        self._shape_params = frozenset()
+        self._shape_deps = {}
+        self._fast: dict = {}
+        self._variants: dict = {}
+        self._lock = threading.RLock()
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def __repr__(self) -> str:
+        return f"<tack.kernel {self.name}>"
+
+    # -- tier 1: the IR template ---------------------------------------------------
+    def get_ir(self):
+        """The lowered, verified IR template (and return epilogue, if any)."""
+        lowered = self._lowered
+        if lowered is None:
+            with _transform_lock:
+                lowered = self._lowered
+                if lowered is None:
+                    lowered = self._lower()
+        return lowered
+
+    def _lower(self):
+        lowered = lower_kernel(self.source, self.fn)
+        verify(lowered.kernel, "lowered")
+        deps = dict(shape_dependencies(lowered.kernel))
+        if lowered.epilogue is not None:
+            verify(lowered.epilogue, "lowered")
+            deps.update(shape_dependencies(lowered.epilogue))
+        names = [p.name for p in lowered.kernel.params]
+        self._shape_deps = deps
+        self._shape_params = frozenset(k for k, n in enumerate(names) if n in deps)
+        self._lowered = lowered
+        return lowered
+
+    # -- tier 2: variants ----------------------------------------------------------
+    def _variant(self, backend, specs, disjoint: bool, epilogue: bool) -> Variant:
+        lowered = self.get_ir()
+        template = lowered.epilogue if epilogue else lowered.kernel
+        key = self._variant_key(backend, template, specs, disjoint, epilogue)
+        found = self._variants.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._variants.get(key)
+            if found is None:
+                request = VariantRequest(specs, backend.supported_dtypes,
+                                         backend.atomic_dtypes, backend.class_name,
+                                         disjoint)
+                optimized = run_pipeline(template, request)
+                found = Variant(optimized, backend.build(optimized))
+                self._variants[key] = found
+        return found
+
+    def _variant_key(self, backend, template, specs, disjoint, epilogue):
+        parts = []
+        for param, spec in zip(template.params, specs):
+            baked = spec.shape if param.name in self._shape_deps else None
+            ndim = len(spec.shape) if spec.is_array else None
+            parts.append((spec.dtype, spec.category, ndim, baked))
+        return (backend.cache_target(), epilogue, tuple(parts), disjoint)
+
+    # -- tier 3: dispatch ----------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        try:
+            if kwargs:
+                raise NotImplementedError("Keyword arguments not supported in kernels")
+            default = get_default_device()
+            bound = self._fast.get((default, signature(args, self._shape_params)))
+            if bound is None:
+                bound = self._resolve(args, default)
+            return bound.run(args)
+        except UnsupportedSyntaxError:
+            raise
+        except TypeError as exc:
+            raise self._prefixed(exc) from exc
+        except RuntimeError as exc:
+            raise self._failed(exc, args) from exc
+
+    def _resolve(self, args, default) -> Bound:
+        lowered = self.get_ir()
+        params = lowered.kernel.params
+        if len(args) != len(params):
+            raise TypeError(f"Kernel '{self.name}' expects {len(params)} arguments, "
+                            f"got {len(args)}")
+        device = placement(self.name, args, default)
+        specs = classify(self.name, params, args)
+        check_extent_types(self.name, lowered.kernel, specs)
+        positions = {p.name: k for k, p in enumerate(params)}
+        extents = [extent_evaluator(e, positions)
+                   for e in lowered.kernel.parallel_for.extents]
+        result = None
+        if lowered.epilogue is not None:
+            result = ResultReader(self, device, specs, lowered.result_type,
+                                  lowered.result_kind)
+        bound = Bound(self, device, specs, extents, result)
+        check_writable(self.name, bound.variant(args), params, args)
+        self._fast[(default, signature(args, self._shape_params))] = bound
+        return bound
+
+    # -- error translation (spec stage 1) ----------------------------------------------
+    def _prefixed(self, exc: TypeError) -> TypeError:
+        message = str(exc)
+        if message.startswith(f"Kernel '{self.name}'"):
+            return TypeError(message)
+        return TypeError(f"Kernel '{self.name}': {message}")
+
+    def _failed(self, exc: RuntimeError, args) -> RuntimeError:
+        message = str(exc)
+        for prefix in (f"Kernel '{self.name}': ", f"Kernel '{self.name}' "):
+            if message.startswith(prefix):
+                message = message[len(prefix):]
+                break
+        if "compilation failed" in message:
+            lines = [ln.strip() for ln in message.splitlines() if "error" in ln]
+            message = "failed to compile: " + "; ".join(lines or [message])
+        try:
+            backend = get_default_device().backend.class_name
+        except Exception:  # the backend itself failed to start
+            backend = "its backend"
+        return RuntimeError(f"Kernel '{self.name}' failed on {backend}: {message}")
+
+
+def kernel(fn) -> Kernel:
+    """Decorator: compile ``fn`` as a Tack kernel (see ``docs/language.md``)."""
+    return Kernel(fn)

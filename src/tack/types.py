@@ -1,0 +1,157 @@
+"""Scalar element types and the promotion rules of the kernel language.
+
+A :class:`ScalarType` names one of the ten storage types Tack arrays and kernel
+scalars use. Instances are singletons: compare them with ``is`` or ``==``.
+
+Promotion follows the language page (``docs/language.md``):
+
+* two integers of one signedness take the wider type; a signed and an unsigned
+  integer take the smallest signed type holding both (``i64`` at most);
+* an integer with a float takes the float's type;
+* two floats take the wider type.
+
+*Weak* types model Python literals: ``x * 2`` keeps ``x``'s type and
+``x * 0.5`` keeps a float ``x``'s type. A weak float meeting an integer gives
+the kernel's default float type (``f64`` if any array argument is ``f64``,
+else ``f32``), the same rule that types Python ``float`` arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarType:
+    """One scalar storage type: its name, kind (``i``, ``u``, ``f``) and bits."""
+
+    name: str
+    kind: str
+    bits: int
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind != "u"
+
+    @property
+    def itemsize(self) -> int:
+        return self.bits // 8
+
+    @property
+    def numpy(self) -> np.dtype:
+        return np.dtype(f"{self.kind}{self.itemsize}")
+
+    def __repr__(self) -> str:
+        return f"tack.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __reduce__(self):
+        return (scalar_type, (self.name,))
+
+
+i8 = ScalarType("i8", "i", 8)
+i16 = ScalarType("i16", "i", 16)
+i32 = ScalarType("i32", "i", 32)
+i64 = ScalarType("i64", "i", 64)
+u8 = ScalarType("u8", "u", 8)
+u16 = ScalarType("u16", "u", 16)
+u32 = ScalarType("u32", "u", 32)
+u64 = ScalarType("u64", "u", 64)
+f32 = ScalarType("f32", "f", 32)
+f64 = ScalarType("f64", "f", 64)
+
+SCALAR_TYPES = (i8, i16, i32, i64, u8, u16, u32, u64, f32, f64)
+_BY_NAME = {t.name: t for t in SCALAR_TYPES}
+_BY_NUMPY = {t.numpy: t for t in SCALAR_TYPES}
+
+
+def scalar_type(name: str) -> ScalarType:
+    """The scalar type called ``name`` (``"f32"``, ``"i64"``, ...)."""
+    return _BY_NAME[name]
+
+
+def from_numpy(dtype) -> ScalarType:
+    """The Tack type of a NumPy dtype; ``TypeError`` when there is none."""
+    dt = np.dtype(dtype)
+    try:
+        return _BY_NUMPY[dt.newbyteorder("=")]
+    except KeyError:
+        if dt.kind == "b":
+            raise TypeError(
+                "Tack has no boolean arrays; convert with astype(numpy.int32) "
+                "or pass dtype=tack.i32") from None
+        raise TypeError(f"Unsupported numpy dtype: {dt}") from None
+
+
+def as_scalar_type(dtype) -> ScalarType:
+    """Accepts a ScalarType or anything ``np.dtype`` maps to a Tack type."""
+    if isinstance(dtype, ScalarType):
+        return dtype
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(
+            f"dtype must be a Tack type such as tack.f32 or a NumPy dtype, "
+            f"not {dtype!r}") from None
+    return from_numpy(dt)
+
+
+def int_type_for(value: int) -> ScalarType:
+    """i32 if ``value`` fits, else i64, else u64 (the kernel argument rule)."""
+    if -(1 << 31) <= value < (1 << 31):
+        return i32
+    if -(1 << 63) <= value < (1 << 63):
+        return i64
+    if 0 <= value < (1 << 64):
+        return u64
+    raise TypeError(f"integer {value} is outside the 64-bit range")
+
+
+def promote(a: ScalarType, b: ScalarType) -> ScalarType:
+    """The type of a binary operation between two (strong) types."""
+    if a == b:
+        return a
+    if a.is_float or b.is_float:
+        if a.is_float and b.is_float:
+            return a if a.bits >= b.bits else b
+        return a if a.is_float else b
+    if a.kind == b.kind:
+        return a if a.bits >= b.bits else b
+    signed, unsigned = (a, b) if a.is_signed else (b, a)
+    if signed.bits > unsigned.bits:
+        return signed
+    return _BY_NAME[f"i{min(64, unsigned.bits * 2)}"]
+
+
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """A type during inference: ``weak`` marks a literal's type (see module doc)."""
+
+    dtype: ScalarType
+    weak: bool = False
+
+
+def join(a: Typed, b: Typed, default_float: ScalarType) -> Typed:
+    """Combine two operand types under the weak-literal rules."""
+    if a.weak and b.weak:
+        if a.dtype.is_float or b.dtype.is_float:
+            return Typed(default_float, True)
+        return Typed(i64, True)
+    if a.weak or b.weak:
+        weak, strong = (a, b) if a.weak else (b, a)
+        if weak.dtype.is_float and strong.dtype.is_int:
+            return Typed(default_float)
+        return Typed(strong.dtype)
+    return Typed(promote(a.dtype, b.dtype))
