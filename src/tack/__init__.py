@@ -13,9 +13,13 @@ from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub,
                               ndindex, register_type_intrinsics)
 from .runtime.array import Array
 from .runtime.creation import arange, array, asarray, empty, full, ones, zeros
+from .runtime.dlpack import from_dlpack
+from .runtime.host_ops import (concat, copyto, empty_like, full_like, ones_like,
+                               zeros_like)
+from .runtime.pointers import array_from_ptr, memory_space
 from .runtime.device import (Device, device, device_count, get_default_device,
                              set_default_device, sync)
-from .runtime.inspect import inspect
+from .runtime.inspection import inspect
 from .runtime.kernel import Kernel, kernel
 from .types import (ScalarType, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
 
@@ -25,7 +29,9 @@ register_type_intrinsics(_types)
 
 __all__ = [
     "Array", "Device", "Func", "IRVerificationError", "Kernel", "ScalarType",
-    "UnsupportedSyntaxError", "arange", "array", "asarray", "atomic_add",
+    "UnsupportedSyntaxError", "arange", "array", "array_from_ptr", "asarray",
+    "atomic_add", "concat", "copyto", "empty_like", "from_dlpack", "full_like",
+    "memory_space", "ones_like", "zeros_like",
     "atomic_max", "atomic_min", "atomic_sub", "device", "device_count", "empty",
     "f32", "f64", "full", "func", "get_default_device", "i8", "i16", "i32", "i64",
     "inspect", "kernel", "ndindex", "ones", "set_default_device", "sync", "u8",

@@ -119,11 +119,120 @@ class Array:
         raise TypeError("tack.Array is not iterable on the host; use a.numpy()")
 
     def fill(self, value) -> None:
-        """Set every element to ``value`` (converted like ``ndarray.fill``)."""
+        """Set every element to ``value``, converted and refused as ``ndarray.fill``
+        would. Large arrays (256 KiB or more) are filled by a parallel kernel."""
+        self._require_writable("fill()")
+        if isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) > 0:
+            raise TypeError("fill() of a scalar array takes a scalar, not a sequence")
+        exact = np.empty((), self._dtype.numpy)
+        exact.fill(value)
+        if self.nbytes >= FILL_KERNEL_BYTES:
+            from .host_kernels import fill_value
+            fill_value(self._flat(), exact[()])
+        else:
+            self._device.backend.synchronize()
+            self._view().fill(exact)
+
+    def _require_writable(self, operation: str) -> None:
         if not self._writable:
-            raise RuntimeError("this array is read-only")
+            raise RuntimeError(f"{operation} on a read-only array (wrapped with "
+                               f"writable=False or imported read-only)")
+
+    # -- views and copies ---------------------------------------------------------
+    def _flat(self) -> "Array":
+        return self._derived((self._size,))
+
+    def _derived(self, shape: tuple) -> "Array":
+        return Array(self._buffer, shape, self._dtype, self._device, self._writable,
+                     address=self._ptr)
+
+    def reshape(self, *shape) -> "Array":
+        """A view with another shape sharing this array's buffer (one extent may
+        be -1)."""
+        dims = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+            else shape
+        dims = [operator.index(d) for d in dims]
+        if dims.count(-1) > 1:
+            raise ValueError("reshape() takes at most one -1 extent")
+        if -1 in dims:
+            known = math.prod(d for d in dims if d != -1)
+            if known == 0 or self._size % known:
+                raise ValueError(f"cannot reshape an array of {self._size} elements "
+                                 f"into shape {tuple(dims)}")
+            dims[dims.index(-1)] = self._size // known
+        if any(d < 0 for d in dims) or math.prod(dims) != self._size:
+            raise ValueError(f"cannot reshape an array of {self._size} elements into "
+                             f"shape {tuple(dims)}")
+        return self._derived(tuple(dims))
+
+    def copy(self) -> "Array":
+        """A new array with the same values, copied on this array's device."""
+        return self.astype(self._dtype)
+
+    def astype(self, dtype) -> "Array":
+        """A new array converted to ``dtype`` with the kernel conversion rules
+        (float to int saturates, NaN becomes 0)."""
+        from .creation import empty
+        from .host_kernels import copy_convert
+        out = empty(self._shape, T.as_scalar_type(dtype), device=self._device)
+        copy_convert(self._flat(), out._flat())
+        return out
+
+    def to_device(self, device) -> "Array":
+        """This array if ``device`` can address its memory, else a copy."""
+        from .creation import array
+        from .device import device as resolve
+        target = resolve(device)
+        if target.backend.memory_domain == self._device.backend.memory_domain:
+            return self
+        return array(self.numpy(), device=target)
+
+    # -- reductions ---------------------------------------------------------------
+    def sum(self) -> float:
+        """Sum of every element as a Python float (f32 accumulates in f64)."""
+        if self._size == 0:
+            return 0.0
+        return float(self._host_values().sum(dtype=_accumulator(self._dtype)))
+
+    def min(self) -> float:
+        return self._extreme("min")
+
+    def max(self) -> float:
+        return self._extreme("max")
+
+    def mean(self) -> float:
+        """``sum() / size`` in binary64; NaN for an empty array."""
+        if self._size == 0:
+            return float("nan")
+        return self.sum() / self._size
+
+    def _extreme(self, which: str) -> float:
+        if self._size == 0:
+            raise ValueError(f"{which} reduction requires a nonempty array")
+        values = self._host_values()
+        return float(values.min() if which == "min" else values.max())
+
+    def _host_values(self) -> np.ndarray:
         self._device.backend.synchronize()
-        self._view().fill(value)
+        return self._view()
+
+    # -- DLPack -------------------------------------------------------------------
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from .dlpack import export
+        return export(self, max_version, copy)
+
+    def __dlpack_device__(self):
+        from .dlpack import device_of
+        return device_of(self)
+
+
+FILL_KERNEL_BYTES = 256 * 1024
+
+
+def _accumulator(dtype):
+    if dtype.is_float:
+        return np.float64
+    return np.int64 if dtype.is_signed else np.uint64
 
 
 def _is_int(value) -> bool:

@@ -19,6 +19,9 @@ class Backend:
     supports_workgroups = False
     specialize_disjoint = False
     device_options: tuple = ()
+    dlpack_device_type = 1  # kDLCPU
+    dlpack_refusal_note = ("this backend wraps host memory only; import on the "
+                           "tensor's own device, or pass copy=True")
 
     def cache_target(self):
         """A hashable identity of the code this backend runs; variants are

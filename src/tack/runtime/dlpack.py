@@ -1,0 +1,271 @@
+"""DLPack: zero-copy export (``Array.__dlpack__``) and import (``tack.from_dlpack``).
+
+Export builds a ``DLManagedTensor`` (or the versioned form, for consumers that
+ask for ``max_version >= (1, 0)``) whose ``manager_ctx`` keeps the array alive
+until the consumer calls the deleter; a capsule never consumed runs the
+deleter itself when it is collected. Import wraps the producer's memory and
+holds its capsule until the array and every view of it are gone, then calls
+the producer's deleter exactly once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from .. import types as T
+from .array import Array
+from .buffers import ExternalBuffer
+
+KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_OPENCL = 1, 2, 3, 4
+KDL_VULKAN, KDL_METAL, KDL_VPI, KDL_ROCM = 7, 8, 9, 10
+KDL_ROCM_HOST, KDL_EXT_DEV, KDL_CUDA_MANAGED, KDL_ONEAPI = 11, 12, 13, 14
+KDL_WEBGPU, KDL_HEXAGON, KDL_MAIA = 15, 16, 17
+_KNOWN_DEVICES = {KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_OPENCL, KDL_VULKAN, KDL_METAL,
+                  KDL_VPI, KDL_ROCM, KDL_ROCM_HOST, KDL_EXT_DEV, KDL_CUDA_MANAGED,
+                  KDL_ONEAPI, KDL_WEBGPU, KDL_HEXAGON, KDL_MAIA}
+_HOST_DEVICES = {KDL_CPU, KDL_CUDA_HOST, KDL_ROCM_HOST}
+FLAG_READ_ONLY = 1
+_CODES = {"i": 0, "u": 1, "f": 2}
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                            ("deleter", _DELETER)]
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER),
+    ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+_api = ctypes.pythonapi
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_api.PyCapsule_New.restype = ctypes.py_object
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api))
+_raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+
+# -- export ---------------------------------------------------------------------
+
+_exports: dict = {}          # address of a managed tensor -> what keeps it alive
+_exports_lock = threading.Lock()
+
+
+def device_of(array: Array):
+    return (array.device.backend.dlpack_device_type, 0)
+
+
+def _dl_dtype(dtype: T.ScalarType) -> DLDataType:
+    return DLDataType(_CODES[dtype.kind], dtype.bits, 1)
+
+
+@_DELETER
+def _delete_export(address):
+    with _exports_lock:
+        _exports.pop(address, None)
+
+
+def _fill_tensor(tensor: DLTensor, array: Array, shape):
+    tensor.data = array._ptr
+    tensor.device = DLDevice(array.device.backend.dlpack_device_type, 0)
+    tensor.ndim = len(array.shape)
+    tensor.dtype = _dl_dtype(array.dtype)
+    tensor.shape = shape
+    tensor.strides = None  # C-contiguous
+    tensor.byte_offset = 0
+
+
+def _capsule_destructor(name: bytes):
+    @_CAPSULE_DESTRUCTOR
+    def destroy(capsule):
+        # A capsule still carrying its original name was never consumed.
+        if _raw_is_valid(capsule, name):
+            address = _raw_get_pointer(capsule, name)
+            _delete_export(address)
+    return destroy
+
+
+_VERSIONED_NAME, _LEGACY_NAME = b"dltensor_versioned", b"dltensor"
+# PyCapsule keeps the name pointer, so names must be objects that live forever.
+_USED = {_VERSIONED_NAME: b"used_dltensor_versioned", _LEGACY_NAME: b"used_dltensor"}
+_destroy_versioned = _capsule_destructor(_VERSIONED_NAME)
+_destroy_legacy = _capsule_destructor(_LEGACY_NAME)
+
+
+def export(array: Array, max_version=None, copy=None):
+    if copy:
+        raise BufferError("Tack exports DLPack tensors without copying; copy=True is "
+                          "not supported")
+    array.device.backend.synchronize()
+    shape = (ctypes.c_int64 * max(1, len(array.shape)))(*array.shape)
+    versioned = max_version is not None and tuple(max_version) >= (1, 0)
+    if versioned:
+        managed = DLManagedTensorVersioned()
+        managed.version = DLPackVersion(1, 0)
+        managed.flags = 0 if array.writable else FLAG_READ_ONLY
+        name, destructor = _VERSIONED_NAME, _destroy_versioned
+    else:
+        managed = DLManagedTensor()
+        name, destructor = _LEGACY_NAME, _destroy_legacy
+    _fill_tensor(managed.dl_tensor, array, shape)
+    managed.deleter = _delete_export
+    address = ctypes.addressof(managed)
+    with _exports_lock:
+        _exports[address] = (managed, shape, array)
+    return _api.PyCapsule_New(address, name, destructor)
+
+
+# -- import -----------------------------------------------------------------------
+
+class _Hold:
+    """Owns an imported tensor: runs the producer's deleter once, when collected."""
+
+    __slots__ = ("address", "deleter", "source")
+
+    def __init__(self, address, deleter, source):
+        self.address = address
+        self.deleter = deleter
+        self.source = source
+
+    def __del__(self):
+        deleter, self.deleter = self.deleter, None
+        if deleter:
+            deleter(self.address)
+
+
+def _capsule_of(source):
+    if type(source).__name__ == "PyCapsule":
+        return source
+    if not hasattr(source, "__dlpack__"):
+        raise TypeError(f"from_dlpack() takes a DLPack capsule or an object with "
+                        f"__dlpack__, not {type(source).__name__}")
+    try:
+        return source.__dlpack__(max_version=(1, 0))
+    except TypeError:
+        return source.__dlpack__()
+
+
+def _open(capsule):
+    """(managed struct, tensor, read_only, name) of an unconsumed capsule."""
+    for name, kind in ((_VERSIONED_NAME, DLManagedTensorVersioned),
+                       (_LEGACY_NAME, DLManagedTensor)):
+        if _api.PyCapsule_IsValid(capsule, name):
+            address = _api.PyCapsule_GetPointer(capsule, name)
+            managed = kind.from_address(address)
+            read_only = kind is DLManagedTensorVersioned and bool(
+                managed.flags & FLAG_READ_ONLY)
+            return address, managed, read_only, name
+    spelled = _api.PyCapsule_GetName(capsule) or b""
+    if spelled.startswith(b"used_"):
+        raise ValueError("this DLPack capsule was already consumed")
+    raise ValueError(f"not a DLPack capsule (its name is {spelled.decode()!r})")
+
+
+def _check(tensor: DLTensor) -> tuple:
+    device_type = tensor.device.device_type
+    if device_type == KDL_METAL:
+        raise ValueError("Metal DLPack tensors (kDLMetal) cannot be imported: their data "
+                         "is an MTLBuffer handle, which Tack cannot wrap")
+    if device_type not in _KNOWN_DEVICES:
+        raise ValueError(f"unknown DLPack device type {device_type}")
+    if tensor.dtype.lanes != 1:
+        raise TypeError(f"DLPack tensors with {tensor.dtype.lanes} lanes have no Tack type")
+    kinds = {v: k for k, v in _CODES.items()}
+    kind = kinds.get(tensor.dtype.code)
+    try:
+        dtype = T.scalar_type(f"{kind}{tensor.dtype.bits}") if kind else None
+    except KeyError:
+        dtype = None
+    if dtype is None:
+        raise TypeError(f"DLPack dtype (code {tensor.dtype.code}, {tensor.dtype.bits} "
+                        f"bits) has no Tack type")
+    shape = tuple(tensor.shape[k] for k in range(tensor.ndim))
+    if tensor.strides:
+        expected, step = [], 1
+        for extent in reversed(shape):
+            expected.append(step)
+            step *= extent
+        expected.reverse()
+        for k, (extent, stride) in enumerate(zip(shape, expected)):
+            if extent > 1 and tensor.strides[k] != stride:
+                raise ValueError("only C-contiguous tensors can be wrapped without "
+                                 "copying; pass copy=True or make the tensor contiguous")
+    if not tensor.data and any(shape) and 0 not in shape:
+        raise ValueError("the DLPack tensor has a null data pointer")
+    return device_type, dtype, shape
+
+
+def _target_device(device_type, device):
+    """The device an import belongs to (spec: the default when it can wrap the
+    tensor, else the tensor's own)."""
+    from .creation import _resolve_device
+    from .device import device as resolve
+    if device is not None:
+        dev = _resolve_device(device)
+    else:
+        dev = _resolve_device(None)
+        if device_type in _HOST_DEVICES and dev.backend.dlpack_device_type != KDL_CPU:
+            dev = resolve("cpu")
+    if device_type not in _HOST_DEVICES or dev.backend.dlpack_device_type != KDL_CPU:
+        note = dev.backend.dlpack_refusal_note
+        raise RuntimeError(f"{dev.backend.class_name} cannot wrap a DLPack tensor of "
+                           f"device type {device_type}" + (f": {note}" if note else ""))
+    return dev
+
+
+def from_dlpack(source, *, device=None, copy=False) -> Array:
+    """An array sharing ``source``'s memory (DLPack), or a copy with ``copy=True``."""
+    if copy:
+        import numpy as np
+        from .creation import array
+        return array(np.from_dlpack(source), device=device)
+    capsule = _capsule_of(source)
+    address, managed, read_only, name = _open(capsule)
+    tensor = managed.dl_tensor
+    device_type, dtype, shape = _check(tensor)
+    dev = _target_device(device_type, device)
+    data = (tensor.data or 0) + tensor.byte_offset
+    _api.PyCapsule_SetName(capsule, _USED[name])
+    deleter = managed.deleter
+    hold = _Hold(address, deleter if deleter else None, source)
+    nbytes = dtype.itemsize
+    for extent in shape:
+        nbytes *= extent
+    buffer = ExternalBuffer(data, nbytes, hold)
+    return Array(buffer, shape, dtype, dev, writable=not read_only)

@@ -1,0 +1,49 @@
+"""Pointer interop: wrapping memory Tack does not own, and asking where a pointer lives."""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from .. import types as T
+from .array import Array
+from .buffers import ExternalBuffer
+from .creation import _resolve_device, _shape
+
+
+def _address(ptr):
+    if isinstance(ptr, np.ndarray):
+        return ptr.ctypes.data, ptr
+    if isinstance(ptr, bool):
+        raise TypeError("array_from_ptr() takes an integer address or a NumPy array")
+    try:
+        return operator.index(ptr), None
+    except TypeError:
+        raise TypeError(f"array_from_ptr() on the CPU takes an integer address or a "
+                        f"NumPy array, not {type(ptr).__name__}") from None
+
+
+def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
+    """Wrap existing memory as an array, without copying; Tack never frees it.
+
+    The caller keeps the memory alive and unmoved for the array's lifetime and
+    provides at least ``prod(shape) * itemsize`` bytes. Arrays are read-only
+    unless ``writable=True``.
+    """
+    dev = _resolve_device(device)
+    dims = _shape(shape)
+    dt = T.as_scalar_type(dtype)
+    address, owner = _address(ptr)
+    nbytes = math.prod(dims) * dt.itemsize
+    if address == 0 and nbytes:
+        raise ValueError("array_from_ptr() was given a null pointer")
+    buffer = ExternalBuffer(address, nbytes, owner)
+    return Array(buffer, dims, dt, dev, writable=bool(writable))
+
+
+def memory_space(ptr, *, device=None) -> str:
+    """Where ``ptr`` points, as ``device``'s backend sees it ("cpu" on the CPU)."""
+    dev = _resolve_device(device)
+    return dev.backend.memory_space(ptr)
