@@ -85,6 +85,11 @@ class Array:
         self._device.backend.synchronize()
         return self._view().copy()
 
+    async def numpy_async(self) -> np.ndarray:
+        """``numpy()`` for asyncio code: waits without blocking the event loop."""
+        from .aio import numpy_async
+        return await numpy_async(self)
+
     def __array__(self, dtype=None, copy=None):
         if copy is False:
             raise ValueError("a tack.Array cannot be viewed as a NumPy array without "

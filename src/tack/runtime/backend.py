@@ -44,6 +44,11 @@ class Backend:
     def synchronize(self) -> None:
         """Wait for every launch so far (a no-op where launches are synchronous)."""
 
+    def async_marker(self):
+        """Something with ``wait()`` for the launches so far, or None when
+        launches complete before returning."""
+        return None
+
     def memory_space(self, ptr) -> str:
         return "cpu"
 

@@ -8,6 +8,7 @@ with options it makes a new one.
 from __future__ import annotations
 
 import threading
+import weakref
 
 from .. import config
 
@@ -111,7 +112,11 @@ def device(spec="cpu", **options) -> Device:
                         f"not {type(spec).__name__}")
     type_, index = _parse(spec)
     if options:
-        return _make(type_, index, options)
+        made = _make(type_, index, options)
+        with _lock:
+            _with_options[:] = [r for r in _with_options if r() is not None]
+            _with_options.append(weakref.ref(made))
+        return made
     key = (type_, index or 0)
     found = _devices.get(key)
     if found is None:
@@ -154,7 +159,17 @@ def get_default_device() -> Device:
     return _default
 
 
+_with_options: list = []   # weak references to devices made with options
+
+
+def known_devices() -> list:
+    """Every device made so far that is still alive."""
+    alive = [ref() for ref in _with_options]
+    return list(_devices.values()) + [d for d in alive if d is not None]
+
+
 def sync() -> None:
-    """Wait for every launch on every device made so far."""
-    for dev in list(_devices.values()):
+    """Wait for every launch on every device made so far; raises a queued
+    launch's error (a no-op on the CPU, whose launches complete on return)."""
+    for dev in known_devices():
         dev.synchronize()
