@@ -23,9 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ScalarType:
-    """One scalar storage type: its name, kind (``i``, ``u``, ``f``) and bits."""
+    """One scalar storage type: its name, kind (``i``, ``u``, ``f``) and bits.
+
+    Instances are singletons (pickling and copying return the same object), so
+    equality and hashing are by identity, which keeps signature lookups fast.
+    """
 
     name: str
     kind: str
@@ -59,6 +63,16 @@ class ScalarType:
 
     def __reduce__(self):
         return (scalar_type, (self.name,))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __call__(self, value):
+        """Convert ``value`` on the host, like the cast inside kernels."""
+        return self.numpy.type(value)
 
 
 i8 = ScalarType("i8", "i", 8)

@@ -38,7 +38,8 @@ class Backend:
         """Typed, native code for the optimized IR ``fn``; returns a program."""
         raise NotImplementedError
 
-    def launch(self, program, pack, count: int, total: int) -> None:
+    def launcher(self, program):
+        """A callable ``launch(pack_address, rows, total)`` for ``program``."""
         raise NotImplementedError
 
     def synchronize(self) -> None:

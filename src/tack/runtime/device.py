@@ -48,14 +48,21 @@ class Device:
         return id(self.backend)
 
     def __enter__(self) -> "Device":
+        global _open_blocks
+        with _lock:
+            _open_blocks += 1
         _stack().append(self)
         return self
 
     def __exit__(self, *exc) -> None:
+        global _open_blocks
         _stack().pop()
+        with _lock:
+            _open_blocks -= 1
 
 
 _lock = threading.Lock()
+_open_blocks = 0   # `with device:` blocks open on any thread
 _devices: dict = {}
 _default = None
 _local = threading.local()
@@ -150,6 +157,8 @@ def set_default_device(spec="cpu", **options) -> Device:
 
 
 def get_default_device() -> Device:
+    if not _open_blocks and _default is not None:
+        return _default  # the warm path: no `with` block anywhere
     stack = getattr(_local, "stack", None)
     if stack:
         return stack[-1]

@@ -14,12 +14,11 @@ from .. import types as T
 from ..ir import expressions as E
 from ..ir.passes.common import ArgSpec, kernel_error
 from ..ir.passes.infer import default_float
-from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.statements import Store
 from ..ir.traversal import walk
 from .array import Array
-from .device import get_default_device
 from .host_eval import extent_evaluator
+from .launcher import PackBuffers, compile_runner, generate, pack_format
 
 
 def _scalar_kind(value):
@@ -37,6 +36,10 @@ def _scalar_kind(value):
 
 
 def signature(args, shape_params) -> tuple:
+    """What selects a Bound: array types, baked shapes, scalar kinds."""
+    if not shape_params:
+        return tuple([a._sig if type(a) is Array else (_scalar_kind(a) or type(a))
+                      for a in args])
     out = []
     for k, a in enumerate(args):
         if type(a) is Array:
@@ -109,82 +112,67 @@ class Variant:
         self.written = written_params(ir)
 
 
-class _Launcher:
-    """A kernel (or its return epilogue) bound to one backend and argument types."""
+class BoundProgram:
+    """A variant made ready for one backend: its packer, buffers and launcher."""
 
-    __slots__ = ("kernel", "device", "backend", "specs", "array_positions",
-                 "variants", "epilogue")
+    __slots__ = ("variant", "pack", "buffers", "launch")
 
-    def __init__(self, kernel, device, specs, epilogue=False):
+    def __init__(self, variant, backend):
+        layout = pack_format(variant.program.kernel.pack_fields)
+        self.variant = variant
+        self.pack = layout.pack_into
+        self.buffers = PackBuffers(layout.size)
+        self.launch = backend.launcher(variant.program)
+
+
+class Bound:
+    """Everything a warm call needs, resolved once per signature.
+
+    ``run(args)`` is generated for this signature (see ``launcher.py``).
+    """
+
+    __slots__ = ("kernel", "device", "default", "backend", "specs", "epilogue",
+                 "programs", "source", "run")
+
+    def __init__(self, kernel, device, default, specs, template, epilogue=False,
+                 result=None):
         self.kernel = kernel
         self.device = device
+        self.default = default
         self.backend = device.backend
         self.specs = specs
-        self.array_positions = tuple(k for k, s in enumerate(specs) if s.is_array)
-        self.variants = [None, None]  # aliased, disjoint
         self.epilogue = epilogue
+        self.programs = [None, None]  # aliased, disjoint
+        arrays = tuple(k for k, s in enumerate(specs) if s.is_array)
+        positions = {p.name: k for k, p in enumerate(template.params)}
+        self.source = generate(len(specs), arrays, template.parallel_for.extents,
+                               positions, self.backend.specialize_disjoint,
+                               result is not None)
+        self.run = compile_runner(self.source, self.programs, self.program, result)
 
-    def variant(self, args):
-        arrays = [args[k] for k in self.array_positions]
-        disjoint = self.backend.specialize_disjoint and arrays_disjoint(arrays)
-        found = self.variants[disjoint]
-        if found is None:
-            found = self.variants[disjoint] = self.kernel._variant(
-                self.backend, self.specs, disjoint, self.epilogue)
-        return found
-
-
-class Bound(_Launcher):
-    """Everything a warm call needs, resolved once per signature."""
-
-    __slots__ = ("extents", "result")
-
-    def __init__(self, kernel, device, specs, extents, result):
-        super().__init__(kernel, device, specs)
-        self.extents = extents
-        self.result = result
-
-    def run(self, args):
-        variant = self.variant(args)
-        extents = [f(args) for f in self.extents]
-        if all(e > 0 for e in extents):
-            _launch(self.backend, variant, args, extents)
-        if self.result is not None:
-            return self.result.run(args)
-        return None
+    def program(self, disjoint: bool) -> BoundProgram:
+        variant = self.kernel._variant(self.backend, self.specs, disjoint,
+                                       self.epilogue)
+        bound = self.programs[disjoint] = BoundProgram(variant, self.backend)
+        return bound
 
 
-def _pack_values(args, extents):
-    values = [a._ptr if type(a) is Array else a for a in args]
-    values.extend(extents[1:])
-    return values
-
-
-def _launch(backend, variant, args, extents) -> None:
-    program = variant.program
-    pack = program.pack_type(*_pack_values(args, extents))
-    total = 1
-    for e in extents:
-        total *= e
-    backend.launch(program, pack, extents[0], total)
-
-
-class ResultReader(_Launcher):
+class ResultReader:
     """Runs a kernel's return epilogue and reads the hidden result element."""
 
-    __slots__ = ("dtype", "kind")
+    __slots__ = ("inner", "device", "dtype", "kind")
 
-    def __init__(self, kernel, device, specs, dtype, kind):
-        super().__init__(kernel, device, specs + (ArgSpec(dtype, (1,), "array"),),
-                         epilogue=True)
+    def __init__(self, kernel, device, specs, template, dtype, kind):
+        full = specs + (ArgSpec(dtype, (1,), "array"),)
+        self.inner = Bound(kernel, device, device, full, template, epilogue=True)
+        self.device = device
         self.dtype = dtype
         self.kind = kind
 
-    def run(self, args):
+    def __call__(self, args):
         from .creation import empty
         result = empty(1, self.dtype, device=self.device)
-        full_args = tuple(args) + (result,)
-        _launch(self.backend, self.variant(full_args), full_args, [1])
+        self.inner.run(tuple(args) + (result,))
         value = result[0]
         if self.kind == "bool":
             return bool(value)
@@ -213,5 +201,4 @@ def check_extent_types(kernel_name, template, specs) -> None:
 
 __all__ = ["signature", "placement", "classify", "Bound", "Variant", "ResultReader",
            "arrays_disjoint", "check_writable", "check_extent_types",
-           "extent_evaluator", "run_pipeline", "VariantRequest",
-           "get_default_device"]
+           "extent_evaluator"]

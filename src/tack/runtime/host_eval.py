@@ -1,71 +1,93 @@
-"""Evaluating the parallel loop's extents on the host, as Python closures.
+"""The parallel loop's extents as Python source, evaluated on the host.
 
 An extent is built from constants, scalar parameters, array extents and
-``+ - * // min max`` (lowering guarantees it). It is compiled once per
-variant into a closure over the argument tuple, so a warm call evaluates it
-without walking any IR.
+``+ - * // min max`` (lowering guarantees it). It becomes one Python
+expression over the argument names ``a0, a1, ...``; the dispatch fast path
+inlines it into the generated launcher, so a warm call walks no IR.
 """
 
 from __future__ import annotations
 
+import re
+
 from ..ir import expressions as E
 from ..ir.registry import Registry
 
-_compile = Registry("host extent evaluator")
+_source = Registry("host extent evaluator")
+
+
+def extent_source(expr, positions: dict, checked: bool = True) -> str:
+    """Python source of ``expr``; ``positions`` maps parameter -> argument index.
+
+    ``checked=False`` leaves out the rank check of array extents, for callers
+    whose signature already fixed every array's rank.
+    """
+    text = _source(expr, positions)
+    return text if checked else _UNCHECKED.sub(r"a\1._shape[\2]", text)
 
 
 def extent_evaluator(expr, positions: dict):
-    """``f(args) -> int`` for ``expr``; ``positions`` maps parameter -> index."""
-    return _compile(expr, positions)
+    """``f(args) -> int`` for ``expr`` (the slow path and inspection use this)."""
+    names = ", ".join(f"a{k}" for k in range(max(positions.values(), default=-1) + 1))
+    unpack = f"{names}, = args" if names else "pass"
+    code = f"def extent(args):\n    {unpack}\n    return {extent_source(expr, positions)}"
+    scope = dict(HELPERS)
+    exec(code, scope)
+    return scope["extent"]
 
 
-@_compile.register(E.Const)
-def _const(e, positions):
-    value = int(e.value)
-    return lambda args: value
-
-
-@_compile.register(E.Name)
-def _name(e, positions):
-    k = positions[e.id]
-    return lambda args: int(args[k])
-
-
-@_compile.register(E.DimSize)
-def _dim(e, positions):
-    k, dim = positions[e.array], e.dim
-
-    def extent(args):
-        shape = args[k].shape
-        if dim >= len(shape):
-            raise TypeError(f"{e.array}.shape[{dim}] of an array with {len(shape)} "
-                            f"dimension(s)")
-        return shape[dim]
-    return extent
-
-
-def _binary(op):
-    def build(e, positions):
-        lhs, rhs = extent_evaluator(e.lhs, positions), extent_evaluator(e.rhs, positions)
-        return lambda args: op(lhs(args), rhs(args))
-    return build
-
-
-def _floordiv(a, b):
+def floordiv(a, b):
     if b == 0:
         raise ValueError("the parallel loop's range divides by zero")
     return a // b
 
 
-_compile.register(E.Add)(_binary(lambda a, b: a + b))
-_compile.register(E.Sub)(_binary(lambda a, b: a - b))
-_compile.register(E.Mul)(_binary(lambda a, b: a * b))
-_compile.register(E.FloorDiv)(_binary(_floordiv))
-_compile.register(E.Min)(_binary(min))
-_compile.register(E.Max)(_binary(max))
+def dim(array, k, name):
+    shape = array._shape
+    if k >= len(shape):
+        raise TypeError(f"{name}.shape[{k}] of an array with {len(shape)} dimension(s)")
+    return shape[k]
 
 
-@_compile.register(E.Neg)
+_UNCHECKED = re.compile(r"_dim\(a(\d+), (\d+), '[^']*'\)")
+HELPERS = {"_floordiv": floordiv, "_dim": dim, "_int": int}
+
+
+@_source.register(E.Const)
+def _const(e, positions):
+    return repr(int(e.value))
+
+
+@_source.register(E.Name)
+def _name(e, positions):
+    return f"_int(a{positions[e.id]})"
+
+
+@_source.register(E.DimSize)
+def _dimsize(e, positions):
+    return f"_dim(a{positions[e.array]}, {e.dim}, {e.array!r})"
+
+
+def _infix(symbol):
+    def build(e, positions):
+        return f"({extent_source(e.lhs, positions)} {symbol} {extent_source(e.rhs, positions)})"
+    return build
+
+
+def _call(name):
+    def build(e, positions):
+        return f"{name}({extent_source(e.lhs, positions)}, {extent_source(e.rhs, positions)})"
+    return build
+
+
+_source.register(E.Add)(_infix("+"))
+_source.register(E.Sub)(_infix("-"))
+_source.register(E.Mul)(_infix("*"))
+_source.register(E.FloorDiv)(_call("_floordiv"))
+_source.register(E.Min)(_call("min"))
+_source.register(E.Max)(_call("max"))
+
+
+@_source.register(E.Neg)
 def _neg(e, positions):
-    inner = extent_evaluator(e.operand, positions)
-    return lambda args: -inner(args)
+    return f"(-{extent_source(e.operand, positions)})"

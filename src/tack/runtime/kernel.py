@@ -18,8 +18,9 @@ from ..lang.func import _require_def
 from ..lang.lower.kernel import lower_kernel
 from ..lang.source import read_source
 from .device import get_default_device
-from .dispatch import (Bound, ResultReader, Variant, check_extent_types,
-                       check_writable, classify, placement, signature)
+from .dispatch import (Bound, ResultReader, Variant, arrays_disjoint,
+                       check_extent_types, check_writable, classify, placement,
+                       signature)
 from .host_eval import extent_evaluator
 
 _transform_lock = threading.RLock()
@@ -107,8 +108,8 @@ class Kernel:
             if kwargs:
                 raise NotImplementedError("Keyword arguments not supported in kernels")
             default = get_default_device()
-            bound = self._fast.get((default, signature(args, self._shape_params)))
-            if bound is None:
+            bound = self._fast.get(signature(args, self._shape_params))
+            if bound is None or bound.default is not default:
                 bound = self._resolve(args, default)
             return bound.run(args)
         except UnsupportedSyntaxError:
@@ -128,15 +129,17 @@ class Kernel:
         specs = classify(self.name, params, args)
         check_extent_types(self.name, lowered.kernel, specs)
         positions = {p.name: k for k, p in enumerate(params)}
-        extents = [extent_evaluator(e, positions)
-                   for e in lowered.kernel.parallel_for.extents]
+        for extent in lowered.kernel.parallel_for.extents:
+            extent_evaluator(extent, positions)(args)  # raises what a bad range raises
         result = None
         if lowered.epilogue is not None:
-            result = ResultReader(self, device, specs, lowered.result_type,
-                                  lowered.result_kind)
-        bound = Bound(self, device, specs, extents, result)
-        check_writable(self.name, bound.variant(args), params, args)
-        self._fast[(default, signature(args, self._shape_params))] = bound
+            result = ResultReader(self, device, specs, lowered.epilogue,
+                                  lowered.result_type, lowered.result_kind)
+        bound = Bound(self, device, default, specs, lowered.kernel, result=result)
+        disjoint = device.backend.specialize_disjoint and arrays_disjoint(
+            [a for a, s in zip(args, specs) if s.is_array])
+        check_writable(self.name, bound.program(disjoint).variant, params, args)
+        self._fast[signature(args, self._shape_params)] = bound
         return bound
 
     # -- error translation (spec stage 1) ----------------------------------------------

@@ -105,17 +105,21 @@ class CPUBackend(Backend):
                           pack_structure(kernel.pack_fields), iteration_cost(typed))
 
     # -- running ------------------------------------------------------------------
-    def launch(self, program: CPUProgram, pack, count: int, total: int) -> None:
-        """Run ``count`` rows of dimension 0 (``total`` iterations in all)."""
-        address = ctypes.addressof(pack)
-        if self.pool is None or count < 2 or self._serial(program.cost, total):
-            program.entry(address, 0, count)
-        else:
-            self.pool.run(program.entry, address, count)
+    def launcher(self, program: CPUProgram):
+        """``launch(pack_address, rows, total)``: run ``rows`` rows of dimension 0
+        (``total`` iterations in all) serially or over the pool."""
+        entry, pool = program.entry, self.pool
+        if pool is None:
+            return lambda address, rows, total: entry(address, 0, rows)
+        work = program.cost.flops + program.cost.bytes / 4.0 + 1.0
+        serial_below = FANOUT_WORK * self.margin / work
 
-    def _serial(self, cost: Cost, count: int) -> bool:
-        work = (cost.flops + cost.bytes / 4.0 + 1.0) * count
-        return work < FANOUT_WORK * self.margin
+        def launch(address, rows, total):
+            if total < serial_below or rows < 2:
+                entry(address, 0, rows)
+            else:
+                pool.run(entry, address, rows)
+        return launch
 
     def __repr__(self):
         return f"CPUBackend(num_threads={self.num_threads})"

@@ -1,0 +1,76 @@
+"""The warm dispatch path: one generated Python function per call signature.
+
+For a signature seen before, ``Kernel.__call__`` runs a function written for
+exactly that argument pattern: it unpacks the arguments, evaluates the loop
+extents, tests the arrays for overlap (picking the disjoint or aliased
+variant), packs the arguments with one ``struct.pack_into`` into a buffer
+owned by the calling thread, and makes one native call. Nothing in it walks
+IR, derives a key, or allocates beyond Python's own integers.
+
+The generated source is kept on the launcher (``source``) for inspection.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+
+from .. import types as T
+from ..codegen.llvm.module import POINTER
+from .host_eval import HELPERS, extent_source
+
+_FORMATS = {T.i8: "b", T.i16: "h", T.i32: "i", T.i64: "q", T.u8: "B", T.u16: "H",
+            T.u32: "I", T.u64: "Q", T.f32: "f", T.f64: "d", POINTER: "P"}
+
+
+def pack_format(fields) -> struct.Struct:
+    """The native-aligned layout of a pack, the same as the LLVM struct's."""
+    return struct.Struct("@" + "".join(_FORMATS[f] for f in fields) or "@i")
+
+
+class PackBuffers(threading.local):
+    """One pack buffer per thread, so concurrent dispatches never share one."""
+
+    def __init__(self, size: int):
+        self.buffer = (ctypes.c_char * max(size, 8))()
+        self.address = ctypes.addressof(self.buffer)
+
+
+def _overlap_test(array_positions) -> str:
+    pairs = [(i, j) for n, i in enumerate(array_positions)
+             for j in array_positions[n + 1:]]
+    if not pairs:
+        return "True"
+    return " and ".join(f"(a{i}._hi <= a{j}._lo or a{j}._hi <= a{i}._lo)"
+                        for i, j in pairs)
+
+
+def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool,
+             result: bool) -> str:
+    """Source of ``run(args)`` for one signature (see module doc)."""
+    names = [f"a{k}" for k in range(n_args)]
+    ext = [extent_source(e, positions, checked=False) for e in extents]
+    lines = ["def run(args):"]
+    if names:
+        lines.append(f"    {', '.join(names)}, = args")
+    lines += [f"    e{k} = {src}" for k, src in enumerate(ext)]
+    test = _overlap_test(array_positions) if disjoint_ok else "False"
+    lines.append(f"    p = programs[{test}] or program({test})")
+    total = " * ".join(f"e{k}" for k in range(len(ext)))
+    positive = " and ".join(f"e{k} > 0" for k in range(len(ext)))
+    lines.append(f"    if {positive}:")
+    values = [f"a{k}._ptr" if k in array_positions else f"a{k}" for k in range(n_args)]
+    values += [f"e{k}" for k in range(1, len(ext))]
+    lines.append("        buffers = p.buffers")
+    lines.append(f"        p.pack(buffers.buffer, 0, {', '.join(values)})")
+    lines.append(f"        p.launch(buffers.address, e0, {total})")
+    lines.append("    return result(args)" if result else "    return None")
+    return "\n".join(lines) + "\n"
+
+
+def compile_runner(source: str, programs, program, result):
+    scope = dict(HELPERS)
+    scope.update(programs=programs, program=program, result=result)
+    exec(compile(source, "<tack launcher>", "exec"), scope)
+    return scope["run"]
