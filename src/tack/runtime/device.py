@@ -157,12 +157,12 @@ def set_default_device(spec="cpu", **options) -> Device:
 
 
 def get_default_device() -> Device:
+    global _default
     if not _open_blocks and _default is not None:
         return _default  # the warm path: no `with` block anywhere
     stack = getattr(_local, "stack", None)
     if stack:
         return stack[-1]
-    global _default
     if _default is None:
         _default = device("cpu")
     return _default
