@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,7 @@ from ...ir.passes.annotate import annotate_types
 from ...ir.verify import verify
 from ..backend import Backend
 from . import jit
+from . import native_pool
 from .pool import PythonPool
 
 _CTYPES = {
@@ -52,6 +54,7 @@ class CPUProgram:
     """A loaded variant: its entry point, argument pack layout and cost."""
 
     kernel: LLVMKernel
+    address: int           # the native entry point
     entry: object          # ctypes function (pack address, start, end)
     pack_type: type        # ctypes.Structure matching the LLVM pack struct
     cost: Cost
@@ -74,8 +77,26 @@ class CPUBackend(Backend):
         config.cpu_policy()
         self.num_threads = config.cpu_threads(num_threads)
         self.margin = config.env_float("TACK_CPU_MARGIN", 1.0)
-        config.cpu_pool_kind()
-        self.pool = PythonPool(self.num_threads) if self.num_threads > 1 else None
+        self.pool_kind = config.cpu_pool_kind()
+        if self.pool_kind == "native" and not native_pool.available():
+            self.pool_kind = "python"
+        self._pool = None
+        self._pool_lock = threading.Lock()
+
+    @property
+    def pool(self):
+        """The fan-out pool, made at the first launch that needs one."""
+        if self._pool is None and self.num_threads > 1:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = self._make_pool()
+        return self._pool
+
+    def _make_pool(self):
+        if self.pool_kind == "native":
+            spin = config.env_int("TACK_CPU_POOL_SPIN", 20000)
+            return native_pool.NativePool(self.num_threads, max(0, spin))
+        return PythonPool(self.num_threads)
 
     def cache_target(self):
         target = jit.host()
@@ -101,24 +122,26 @@ class CPUBackend(Backend):
         target = jit.host()
         kernel = generate_llvm_ir(typed, target.triple, target.data_layout)
         address = jit.load(jit.compile_object(kernel.text), kernel.entry)
-        return CPUProgram(kernel, jit.KERNEL_ABI(address),
+        return CPUProgram(kernel, address, jit.KERNEL_ABI(address),
                           pack_structure(kernel.pack_fields), iteration_cost(typed))
 
     # -- running ------------------------------------------------------------------
     def launcher(self, program: CPUProgram):
         """``launch(pack_address, rows, total)``: run ``rows`` rows of dimension 0
         (``total`` iterations in all) serially or over the pool."""
-        entry, pool = program.entry, self.pool
-        if pool is None:
+        entry = program.entry
+        if self.num_threads == 1:
             return lambda address, rows, total: entry(address, 0, rows)
         work = program.cost.flops + program.cost.bytes / 4.0 + 1.0
         serial_below = FANOUT_WORK * self.margin / work
+        target = program.address if self.pool_kind == "native" else entry
+        backend = self
 
         def launch(address, rows, total):
             if total < serial_below or rows < 2:
                 entry(address, 0, rows)
             else:
-                pool.run(entry, address, rows)
+                backend.pool.run(target, address, rows)
         return launch
 
     def __repr__(self):

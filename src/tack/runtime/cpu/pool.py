@@ -39,6 +39,7 @@ class PythonPool:
         return self._executor
 
     def run(self, entry, pack_address: int, count: int) -> None:
+        """Run ``entry`` (a ctypes function) over ``[0, count)`` in chunks."""
         ranges = list(chunks(count, self.threads))
         workers = self._workers()
         futures = [workers.submit(entry, pack_address, s, e) for s, e in ranges[1:]]

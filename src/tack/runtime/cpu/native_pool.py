@@ -1,0 +1,329 @@
+"""The native ("JIT'd") thread pool: workers that run kernel chunks with no Python.
+
+The pool is a little LLVM IR, compiled once per process. Worker threads are
+started with ``pthread_create`` on the compiled ``tack_pool_worker``; a launch
+is one ctypes call to ``tack_pool_run``, which publishes the job, wakes the
+workers, runs chunk 0 on the calling thread and waits for the rest. ctypes
+releases the GIL for that call, so the workers and the caller run in
+parallel and Python is not involved per chunk.
+
+Waiting: a worker spins ``TACK_CPU_POOL_SPIN`` pause iterations watching the
+job generation, then sleeps on it with ``futex``; the caller does the same on
+the completion flag. Sleepers announce themselves before sleeping, and the
+waker checks after publishing, both sequentially consistent, so a wake-up is
+never lost (a futex wait also returns at once if the word already changed).
+
+Linux only (futex); elsewhere ``TACK_CPU_POOL=python`` behaviour is used.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import platform
+import threading
+import weakref
+
+from . import jit
+
+_SYS_FUTEX = {"x86_64": 202, "aarch64": 98}
+
+# struct Pool (offsets in bytes): all i32 fields are futex or flag words.
+_POOL_IR = r"""
+%Pool = type { i32, i32, i32, i32, i32, i32, i64, i64, i64, i32, i32 }
+; 0 generation, 1 remaining, 2 done, 3 stop, 4 worker_sleepers, 5 caller_sleeping,
+; 6 fn, 7 pack, 8 count, 9 parts, 10 spin
+%Worker = type { %Pool*, i64, i32 }  ; pool, index, generation seen at start
+
+declare i64 @syscall(i64, ...)
+
+define internal void @relax() {
+  PAUSE
+  ret void
+}
+
+define internal void @futex_wait(i32* %word, i32 %expected) {
+  call i64 (i64, ...) @syscall(i64 SYS_FUTEX, i32* %word, i32 128, i32 %expected, i8* null)
+  ret void
+}
+
+define internal void @futex_wake(i32* %word, i32 %count) {
+  call i64 (i64, ...) @syscall(i64 SYS_FUTEX, i32* %word, i32 129, i32 %count)
+  ret void
+}
+
+define internal void @run_chunk(%Pool* %p, i64 %k) {
+  %fnp = getelementptr %Pool, %Pool* %p, i32 0, i32 6
+  %fnv = load i64, i64* %fnp
+  %fn = inttoptr i64 %fnv to void (i8*, i64, i64)*
+  %packp = getelementptr %Pool, %Pool* %p, i32 0, i32 7
+  %packv = load i64, i64* %packp
+  %pack = inttoptr i64 %packv to i8*
+  %countp = getelementptr %Pool, %Pool* %p, i32 0, i32 8
+  %count = load i64, i64* %countp
+  %partsp = getelementptr %Pool, %Pool* %p, i32 0, i32 9
+  %parts32 = load i32, i32* %partsp
+  %parts = sext i32 %parts32 to i64
+  %base = udiv i64 %count, %parts
+  %extra = urem i64 %count, %parts
+  %lt = icmp ult i64 %k, %extra
+  %kmin = select i1 %lt, i64 %k, i64 %extra
+  %kb = mul i64 %k, %base
+  %start = add i64 %kb, %kmin
+  %one = zext i1 %lt to i64
+  %len = add i64 %base, %one
+  %end = add i64 %start, %len
+  %empty = icmp eq i64 %len, 0
+  br i1 %empty, label %skip, label %call
+call:
+  call void %fn(i8* %pack, i64 %start, i64 %end)
+  br label %skip
+skip:
+  ret void
+}
+
+; Wait until *word != seen: spin, then sleep. Returns the new value.
+define internal i32 @await_change(%Pool* %p, i32* %word, i32 %seen, i32* %sleepers) {
+entry:
+  %spinp = getelementptr %Pool, %Pool* %p, i32 0, i32 10
+  %spin = load i32, i32* %spinp
+  br label %spinning
+spinning:
+  %i = phi i32 [0, %entry], [%i2, %again], [%spin, %woken]
+  %now = load atomic i32, i32* %word acquire, align 4
+  %changed = icmp ne i32 %now, %seen
+  br i1 %changed, label %done, label %check
+check:
+  %more = icmp slt i32 %i, %spin
+  br i1 %more, label %again, label %sleep
+again:
+  call void @relax()
+  %i2 = add i32 %i, 1
+  br label %spinning
+sleep:
+  atomicrmw add i32* %sleepers, i32 1 seq_cst
+  %now2 = load atomic i32, i32* %word seq_cst, align 4
+  %changed2 = icmp ne i32 %now2, %seen
+  br i1 %changed2, label %woken, label %wait
+wait:
+  call void @futex_wait(i32* %word, i32 %seen)
+  br label %woken
+woken:
+  atomicrmw sub i32* %sleepers, i32 1 seq_cst
+  br label %spinning
+done:
+  ret i32 %now
+}
+
+define i8* @tack_pool_worker(i8* %arg) {
+entry:
+  %w = bitcast i8* %arg to %Worker*
+  %pp = getelementptr %Worker, %Worker* %w, i32 0, i32 0
+  %p = load %Pool*, %Pool** %pp
+  %kp = getelementptr %Worker, %Worker* %w, i32 0, i32 1
+  %k = load i64, i64* %kp
+  %gen = getelementptr %Pool, %Pool* %p, i32 0, i32 0
+  %remaining = getelementptr %Pool, %Pool* %p, i32 0, i32 1
+  %donep = getelementptr %Pool, %Pool* %p, i32 0, i32 2
+  %stopp = getelementptr %Pool, %Pool* %p, i32 0, i32 3
+  %sleepers = getelementptr %Pool, %Pool* %p, i32 0, i32 4
+  %caller = getelementptr %Pool, %Pool* %p, i32 0, i32 5
+  %partsp = getelementptr %Pool, %Pool* %p, i32 0, i32 9
+  %firstp = getelementptr %Worker, %Worker* %w, i32 0, i32 2
+  %first = load i32, i32* %firstp
+  br label %loop
+loop:
+  %seen = phi i32 [%first, %entry], [%g, %next]
+  %g = call i32 @await_change(%Pool* %p, i32* %gen, i32 %seen, i32* %sleepers)
+  %stop = load atomic i32, i32* %stopp acquire, align 4
+  %quit = icmp ne i32 %stop, 0
+  br i1 %quit, label %exit, label %work
+work:
+  %parts32 = load i32, i32* %partsp
+  %parts = sext i32 %parts32 to i64
+  %mine = icmp ult i64 %k, %parts
+  br i1 %mine, label %run, label %next
+run:
+  call void @run_chunk(%Pool* %p, i64 %k)
+  %left = atomicrmw sub i32* %remaining, i32 1 seq_cst
+  %last = icmp eq i32 %left, 1
+  br i1 %last, label %finish, label %next
+finish:
+  store atomic i32 1, i32* %donep seq_cst, align 4
+  %waiting = load atomic i32, i32* %caller seq_cst, align 4
+  %must = icmp ne i32 %waiting, 0
+  br i1 %must, label %wake, label %next
+wake:
+  call void @futex_wake(i32* %donep, i32 1)
+  br label %next
+next:
+  br label %loop
+exit:
+  ret i8* null
+}
+
+define void @tack_pool_run(i8* %raw, i64 %fn, i64 %pack, i64 %count, i32 %parts) {
+entry:
+  %p = bitcast i8* %raw to %Pool*
+  %gen = getelementptr %Pool, %Pool* %p, i32 0, i32 0
+  %remaining = getelementptr %Pool, %Pool* %p, i32 0, i32 1
+  %donep = getelementptr %Pool, %Pool* %p, i32 0, i32 2
+  %sleepers = getelementptr %Pool, %Pool* %p, i32 0, i32 4
+  %caller = getelementptr %Pool, %Pool* %p, i32 0, i32 5
+  %fnp = getelementptr %Pool, %Pool* %p, i32 0, i32 6
+  store i64 %fn, i64* %fnp
+  %packp = getelementptr %Pool, %Pool* %p, i32 0, i32 7
+  store i64 %pack, i64* %packp
+  %countp = getelementptr %Pool, %Pool* %p, i32 0, i32 8
+  store i64 %count, i64* %countp
+  %partsp = getelementptr %Pool, %Pool* %p, i32 0, i32 9
+  store i32 %parts, i32* %partsp
+  %others = sub i32 %parts, 1
+  store i32 %others, i32* %remaining
+  store atomic i32 0, i32* %donep seq_cst, align 4
+  atomicrmw add i32* %gen, i32 1 seq_cst
+  %asleep = load atomic i32, i32* %sleepers seq_cst, align 4
+  %any = icmp ne i32 %asleep, 0
+  br i1 %any, label %wake, label %mine
+wake:
+  call void @futex_wake(i32* %gen, i32 2147483647)
+  br label %mine
+mine:
+  call void @run_chunk(%Pool* %p, i64 0)
+  %none = icmp eq i32 %others, 0
+  br i1 %none, label %out, label %wait
+wait:
+  %d = call i32 @await_change(%Pool* %p, i32* %donep, i32 0, i32* %caller)
+  br label %out
+out:
+  ret void
+}
+
+define void @tack_pool_stop(i8* %raw) {
+  %p = bitcast i8* %raw to %Pool*
+  %gen = getelementptr %Pool, %Pool* %p, i32 0, i32 0
+  %stopp = getelementptr %Pool, %Pool* %p, i32 0, i32 3
+  store atomic i32 1, i32* %stopp seq_cst, align 4
+  atomicrmw add i32* %gen, i32 1 seq_cst
+  call void @futex_wake(i32* %gen, i32 2147483647)
+  ret void
+}
+"""
+
+
+class _PoolState(ctypes.Structure):
+    _fields_ = [("generation", ctypes.c_int32), ("remaining", ctypes.c_int32),
+                ("done", ctypes.c_int32), ("stop", ctypes.c_int32),
+                ("worker_sleepers", ctypes.c_int32), ("caller_sleeping", ctypes.c_int32),
+                ("fn", ctypes.c_int64), ("pack", ctypes.c_int64),
+                ("count", ctypes.c_int64), ("parts", ctypes.c_int32),
+                ("spin", ctypes.c_int32)]
+
+
+class _WorkerArg(ctypes.Structure):
+    _fields_ = [("pool", ctypes.c_void_p), ("index", ctypes.c_int64),
+                ("seen", ctypes.c_int32)]
+
+
+_RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                        ctypes.c_int64, ctypes.c_int32)
+_STOP = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_compiled = None
+_compile_lock = threading.Lock()
+_live_pools: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def available() -> bool:
+    return platform.system() == "Linux" and platform.machine() in _SYS_FUTEX
+
+
+def _functions():
+    global _compiled
+    if _compiled is None:
+        with _compile_lock:
+            if _compiled is None:
+                machine = platform.machine()
+                pause = ("call void @llvm.x86.sse2.pause()" if machine == "x86_64"
+                         else "call void asm sideeffect \"yield\", \"\"()")
+                text = _POOL_IR.replace("SYS_FUTEX", str(_SYS_FUTEX[machine]))
+                text = text.replace("PAUSE", pause)
+                if machine == "x86_64":
+                    text += "\ndeclare void @llvm.x86.sse2.pause()\n"
+                obj = jit.compile_object(text)
+                run = jit.load(obj, "tack_pool_run")
+                worker = jit.engine().engine.get_function_address("tack_pool_worker")
+                stop = jit.engine().engine.get_function_address("tack_pool_stop")
+                _compiled = (_RUN(run), worker, _STOP(stop))
+    return _compiled
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.pthread_create.argtypes = [ctypes.POINTER(ctypes.c_ulong), ctypes.c_void_p,
+                                 ctypes.c_void_p, ctypes.c_void_p]
+_libc.pthread_join.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
+
+
+class NativePool:
+    """``threads - 1`` native workers; ``run`` is one foreign call per launch."""
+
+    def __init__(self, threads: int, spin: int):
+        self.threads = threads
+        self._run, worker, self._stop = _functions()
+        self._state = _PoolState(spin=spin)
+        self._address = ctypes.addressof(self._state)
+        self._args = [_WorkerArg(self._address, k) for k in range(1, threads)]
+        self._tids = []
+        self._lock = threading.Lock()  # fan-outs through one pool run one at a time
+        self._pid = os.getpid()
+        self._start_workers(worker)
+        _live_pools.add(self)
+
+    def _start_workers(self, worker) -> None:
+        self._worker = worker
+        self._pid = os.getpid()
+        self._restart = False
+        for arg in self._args:
+            # A worker waits for a generation newer than the one current now,
+            # whenever its thread actually starts running.
+            arg.seen = self._state.generation
+            tid = ctypes.c_ulong()
+            err = _libc.pthread_create(ctypes.byref(tid), None, worker,
+                                       ctypes.addressof(arg))
+            if err:
+                self.close()
+                raise RuntimeError(f"pthread_create failed with error {err}")
+            self._tids.append(tid.value)
+
+    def run(self, entry_address: int, pack_address: int, count: int) -> None:
+        with self._lock:
+            if self._restart:  # a forked child: its workers did not survive
+                self._state.stop = 0
+                self._start_workers(self._worker)
+            self._run(self._address, entry_address, pack_address, count,
+                      min(self.threads, count))
+
+    def close(self) -> None:
+        """Stop and join the workers (at exit, before the JIT's memory goes)."""
+        if not self._tids or os.getpid() != self._pid:
+            return
+        self._stop(self._address)
+        for tid in self._tids:
+            _libc.pthread_join(tid, None)
+        self._tids = []
+
+
+@atexit.register
+def _close_all() -> None:
+    for pool in list(_live_pools):
+        pool.close()
+
+
+def _forget_after_fork() -> None:
+    for pool in list(_live_pools):
+        pool._tids = []  # the workers do not exist in the child
+        pool._restart = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
