@@ -1,0 +1,144 @@
+"""The CPU fan-out: native pool and Python fallback, every chunk boundary.
+
+TACK_CPU_MARGIN=0 makes every launch of two or more rows fan out, so small
+counts exercise the pool; results must never depend on the decision.
+"""
+
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+
+import tack
+
+COUNTS = [0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 1000, 1001, 65537]
+
+
+@tack.kernel
+def iota(out):
+    for i in range(len(out)):
+        out[i] = i
+
+
+@tack.kernel
+def grid(out):
+    for i, j in tack.ndindex(out.shape[0], out.shape[1]):
+        out[i, j] = i * 1000 + j
+
+
+@tack.kernel
+def count_hits(values, hits):
+    for i in range(len(values)):
+        tack.atomic_add(hits, values[i] % 4, 1)
+
+
+def _device(monkeypatch, pool, threads, margin="0"):
+    monkeypatch.setenv("TACK_CPU_POOL", pool)
+    monkeypatch.setenv("TACK_CPU_MARGIN", margin)
+    return tack.device("cpu", num_threads=threads)
+
+
+@pytest.mark.parametrize("pool", ["native", "python"])
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_every_element_written_once(monkeypatch, pool, threads):
+    dev = _device(monkeypatch, pool, threads)
+    for n in COUNTS:
+        out = tack.full(n, -1, tack.i64, device=dev)
+        with dev:
+            iota(out)
+        np.testing.assert_array_equal(out.numpy(), np.arange(n), err_msg=f"n={n}")
+
+
+@pytest.mark.parametrize("pool", ["native", "python"])
+def test_two_dimensional_rows_are_chunked(monkeypatch, pool):
+    dev = _device(monkeypatch, pool, 3)
+    for shape in [(1, 5), (2, 3), (5, 7), (64, 33), (0, 4), (4, 0)]:
+        out = tack.full(shape, -1, tack.i64, device=dev)
+        with dev:
+            grid(out)
+        i, j = np.indices(shape)
+        np.testing.assert_array_equal(out.numpy(), i * 1000 + j, err_msg=str(shape))
+
+
+@pytest.mark.parametrize("pool", ["native", "python"])
+def test_atomics_across_chunks(monkeypatch, pool):
+    dev = _device(monkeypatch, pool, 4)
+    values = np.random.default_rng().integers(0, 1000, 100_003).astype(np.int32)
+    hits = tack.zeros(4, tack.i32, device=dev)
+    with dev:
+        count_hits(tack.array(values, device=dev), hits)
+    np.testing.assert_array_equal(hits.numpy(), np.bincount(values % 4, minlength=4))
+
+
+def test_serial_and_fanned_out_agree(monkeypatch):
+    serial = _device(monkeypatch, "native", 2, margin="1e30")
+    fanned = _device(monkeypatch, "native", 2, margin="0")
+    results = []
+    for dev in (serial, fanned):
+        out = tack.zeros(10_001, tack.i64, device=dev)
+        with dev:
+            iota(out)
+        results.append(out.numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_concurrent_fan_outs_share_the_pool(monkeypatch):
+    dev = _device(monkeypatch, "native", 3)
+    outs = [tack.zeros(50_000, tack.i64, device=dev) for _ in range(6)]
+    errors = []
+
+    def work(out):
+        try:
+            with dev:
+                for _ in range(20):
+                    iota(out)
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(o,)) for o in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for out in outs:
+        np.testing.assert_array_equal(out.numpy(), np.arange(50_000))
+
+
+_inherited = {}
+
+
+def _child(queue):
+    dev = _inherited["device"]  # the parent's device and pool, across fork()
+    out = tack.zeros(5000, tack.i64, device=dev)
+    with dev:
+        iota(out)
+    queue.put(int(out.numpy().sum()))
+
+
+def test_pool_survives_fork(monkeypatch):
+    dev = _device(monkeypatch, "native", 2)
+    out = tack.zeros(5000, tack.i64, device=dev)
+    with dev:
+        iota(out)  # the parent's pool exists before the fork
+    _inherited["device"] = dev
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child, args=(queue,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) == sum(range(5000))
+
+
+def test_bad_pool_setting(monkeypatch):
+    monkeypatch.setenv("TACK_CPU_POOL", "fibers")
+    with pytest.raises(ValueError, match="TACK_CPU_POOL"):
+        tack.device("cpu", num_threads=2)
+
+
+def test_bad_policy(monkeypatch):
+    monkeypatch.setenv("TACK_CPU_POLICY", "v1")
+    with pytest.raises(ValueError, match="TACK_CPU_POLICY"):
+        tack.device("cpu", num_threads=2)
