@@ -300,8 +300,9 @@ class NativePool:
             if self._restart:  # a forked child: its workers did not survive
                 self._state.stop = 0
                 self._start_workers(self._worker)
-            self._run(self._address, entry_address, pack_address, count,
-                      min(self.threads, count))
+            # Every worker takes part in every launch (chunks past the count are
+            # empty), so each acknowledges each job before the next is written.
+            self._run(self._address, entry_address, pack_address, count, self.threads)
 
     def close(self) -> None:
         """Stop and join the workers (at exit, before the JIT's memory goes)."""

@@ -1,0 +1,37 @@
+"""Argument checks shared by the algorithms."""
+
+from __future__ import annotations
+
+from ..runtime.array import Array
+
+CHUNK = 1 << 16  # elements per chunk: fixed, so results never depend on threads
+
+
+def chunks_of(n: int, chunk: int = CHUNK) -> int:
+    return max(1, -(-n // chunk))
+
+
+def require_array(name: str, what: str, value) -> Array:
+    if not isinstance(value, Array):
+        raise TypeError(f"{name}() takes a tack.Array for {what}, not "
+                        f"{type(value).__name__}")
+    return value
+
+
+def require_1d(name: str, what: str, value: Array) -> Array:
+    if value.ndim != 1:
+        raise ValueError(f"{name}() takes a one-dimensional array for {what}, got "
+                         f"shape {value.shape}")
+    return value
+
+
+def same_device(name: str, *arrays) -> None:
+    """Refuse arrays in two memory domains, naming the public function."""
+    first = arrays[0]
+    for other in arrays[1:]:
+        if other is None:
+            continue
+        if other.device.backend.memory_domain != first.device.backend.memory_domain:
+            raise ValueError(f"{name}() was given arrays on two devices ({first.device} "
+                             f"and {other.device}); copy them to one device first "
+                             f"(a.to_device(...)).")

@@ -1,0 +1,33 @@
+"""``histogram(keys, bins)``: how many keys fall on each integer value."""
+
+from __future__ import annotations
+
+from .. import types as T
+from ..lang.intrinsics import atomic_add
+from ..runtime.creation import zeros
+from ..runtime.kernel import kernel
+from .common import require_1d, require_array, same_device
+
+_KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
+
+
+@kernel
+def count_keys(keys, counts):
+    for i in range(len(keys)):
+        k = keys[i]
+        if k >= 0 and k < len(counts):
+            atomic_add(counts, k, 1)
+
+
+def histogram(keys, bins: int, out=None):
+    """``out[b]`` = the number of keys equal to ``b``, for ``0 <= b < bins``
+    (i64 counts; keys outside the range are not counted). ``out`` is added to
+    when given."""
+    keys = require_1d("histogram", "keys", require_array("histogram", "keys", keys))
+    if keys.dtype not in _KEY_TYPES:
+        raise TypeError(f"histogram() takes i32, u32, i64 or u64 keys, not {keys.dtype}")
+    if out is None:
+        out = zeros(int(bins), T.i64, device=keys.device)
+    same_device("histogram", keys, out)
+    count_keys(keys, out)
+    return out

@@ -1,0 +1,86 @@
+"""The kernels behind ``tack.algorithms.sum/min/max``.
+
+They live apart from the public functions because a kernel resolves ``min``
+and ``max`` through its module's globals, where the public ``min``/``max``
+would shadow the builtins.
+"""
+
+from __future__ import annotations
+
+from .. import types as T
+from ..runtime.kernel import kernel
+
+
+@kernel
+def float_partials(x, partial, chunk):
+    for c in range(len(partial)):
+        lo = c * chunk
+        hi = min(lo + chunk, len(x))
+        s0 = T.f64(0)
+        s1 = T.f64(0)
+        s2 = T.f64(0)
+        s3 = T.f64(0)
+        s4 = T.f64(0)
+        s5 = T.f64(0)
+        s6 = T.f64(0)
+        s7 = T.f64(0)
+        i = lo
+        while i + 8 <= hi:
+            s0 += x[i]
+            s1 += x[i + 1]
+            s2 += x[i + 2]
+            s3 += x[i + 3]
+            s4 += x[i + 4]
+            s5 += x[i + 5]
+            s6 += x[i + 6]
+            s7 += x[i + 7]
+            i += 8
+        while i < hi:
+            s0 += x[i]
+            i += 1
+        partial[c] = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+@kernel
+def int_partials(x, partial, chunk):
+    for c in range(len(partial)):
+        lo = c * chunk
+        hi = min(lo + chunk, len(x))
+        s = partial[c]
+        for i in range(lo, hi):
+            s += x[i]
+        partial[c] = s
+
+
+@kernel
+def combine_sum(partial) -> float:
+    for _ in range(1):
+        total = partial[0]
+        for c in range(1, len(partial)):
+            total += partial[c]
+        partial[0] = total
+    return partial[0]
+
+
+@kernel
+def min_partials(x, partial, chunk):
+    for c in range(len(partial)):
+        lo = c * chunk
+        hi = min(lo + chunk, len(x))
+        m = x[lo]
+        for i in range(lo + 1, hi):
+            v = x[i]
+            m = v if v != v else min(m, v)
+        partial[c] = m
+
+
+@kernel
+def max_partials(x, partial, chunk):
+    for c in range(len(partial)):
+        lo = c * chunk
+        hi = min(lo + chunk, len(x))
+        m = x[lo]
+        for i in range(lo + 1, hi):
+            v = x[i]
+            m = v if v != v else max(m, v)
+        partial[c] = m

@@ -1,0 +1,83 @@
+"""Prefix sums: ``exclusive_scan`` and ``inclusive_scan``, in three kernel passes.
+
+1. each chunk's total; 2. an exclusive scan of the totals (one iteration);
+3. each chunk scanned from its offset. Integers wrap like kernel arithmetic;
+floats add in a fixed order (within a chunk, then across chunks).
+"""
+
+from __future__ import annotations
+
+
+from ..runtime.creation import empty
+from ..runtime.kernel import kernel
+from .common import CHUNK, chunks_of, require_1d, require_array, same_device
+
+
+@kernel
+def chunk_totals(x, totals, chunk):
+    for c in range(len(totals)):
+        lo = c * chunk
+        hi = min(lo + chunk, len(x))
+        s = 0
+        for i in range(lo, hi):
+            s += x[i]
+        totals[c] = s
+
+
+@kernel
+def scan_totals(totals):
+    for _ in range(1):
+        running = 0
+        for c in range(len(totals)):
+            t = totals[c]
+            totals[c] = running
+            running += t
+
+
+@kernel
+def chunk_scan(x, out, offsets, chunk, inclusive):
+    for c in range(len(offsets)):
+        lo = c * chunk
+        hi = min(lo + chunk, len(x))
+        running = offsets[c]
+        for i in range(lo, hi):
+            v = x[i]
+            if inclusive:
+                running += v
+                out[i] = running
+            else:
+                out[i] = running
+                running += v
+
+
+def _scan(name: str, values, out, inclusive: int):
+    values = require_1d(name, "values", require_array(name, "values", values))
+    if out is None:
+        out = empty(values.shape, values.dtype, device=values.device)
+    else:
+        require_1d(name, "out", require_array(name, "out", out))
+        if out.shape != values.shape or out.dtype != values.dtype:
+            raise ValueError(f"{name}() out must have shape {values.shape} and dtype "
+                             f"{values.dtype}, got {out.shape} {out.dtype}")
+    same_device(name, values, out)
+    if values.size == 0:
+        return out
+    totals = empty(chunks_of(values.size), values.dtype, device=values.device)
+    chunk_totals(values, totals, CHUNK)
+    scan_totals(totals)
+    chunk_scan(values, out, totals, CHUNK, inclusive)
+    return out
+
+
+def exclusive_scan(values, out=None):
+    """``out[i] = values[0] + ... + values[i-1]`` (``out[0]`` is 0); a new array
+    unless ``out`` is given (which may be ``values`` itself)."""
+    return _scan("exclusive_scan", values, out, 0)
+
+
+def inclusive_scan(values, out=None):
+    """``out[i] = values[0] + ... + values[i]``."""
+    return _scan("inclusive_scan", values, out, 1)
+
+
+__all__ = ["exclusive_scan", "inclusive_scan"]
