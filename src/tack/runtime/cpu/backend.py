@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from dataclasses import dataclass
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from ... import config
 from ... import types as T
-from ...codegen.llvm.module import POINTER, LLVMKernel, generate_llvm_ir
+from ...codegen.llvm.module import LLVMKernel, generate_llvm_ir
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
 from ...ir.verify import verify
@@ -19,18 +18,13 @@ from . import jit
 from . import native_pool
 from .pool import PythonPool
 
-_CTYPES = {
-    T.i8: ctypes.c_int8, T.i16: ctypes.c_int16, T.i32: ctypes.c_int32,
-    T.i64: ctypes.c_int64, T.u8: ctypes.c_uint8, T.u16: ctypes.c_uint16,
-    T.u32: ctypes.c_uint32, T.u64: ctypes.c_uint64, T.f32: ctypes.c_float,
-    T.f64: ctypes.c_double,
-}
 ALIGNMENT = 64
-# Work units (flops + bytes/4 per iteration, times iterations) below which a
-# launch runs on the calling thread; fanning out costs tens of microseconds
-# through the Python pool. The CPU-performance issue replaces this constant
-# with a measured fan-out cost.
-FANOUT_WORK = 200_000.0
+# The threading decision (docs/pipeline.md, "Threading"): a launch fans out
+# when its predicted serial time, work units (flops + bytes/4 per iteration,
+# from the cost model, times iterations) at SECONDS_PER_WORK each, exceeds the
+# pool's measured fan-out cost times FANOUT_FACTOR times TACK_CPU_MARGIN.
+SECONDS_PER_WORK = 0.25e-9
+FANOUT_FACTOR = 2.0
 
 
 class HostBuffer:
@@ -56,14 +50,7 @@ class CPUProgram:
     kernel: LLVMKernel
     address: int           # the native entry point
     entry: object          # ctypes function (pack address, start, end)
-    pack_type: type        # ctypes.Structure matching the LLVM pack struct
     cost: Cost
-
-
-def pack_structure(fields) -> type:
-    ctypes_fields = [(f"f{k}", ctypes.c_void_p if f == POINTER else _CTYPES[f])
-                     for k, f in enumerate(fields)] or [("empty", ctypes.c_int32)]
-    return type("TackPack", (ctypes.Structure,), {"_fields_": ctypes_fields})
 
 
 class CPUBackend(Backend):
@@ -82,6 +69,7 @@ class CPUBackend(Backend):
             self.pool_kind = "python"
         self._pool = None
         self._pool_lock = threading.Lock()
+        self._fanout_work = None
 
     @property
     def pool(self):
@@ -91,6 +79,13 @@ class CPUBackend(Backend):
                 if self._pool is None:
                     self._pool = self._make_pool()
         return self._pool
+
+    def fanout_work(self) -> float:
+        """Work units below which a launch stays on the calling thread."""
+        if self._fanout_work is None:
+            seconds = self.pool.fanout_seconds()
+            self._fanout_work = seconds * FANOUT_FACTOR * self.margin / SECONDS_PER_WORK
+        return self._fanout_work
 
     def _make_pool(self):
         if self.pool_kind == "native":
@@ -123,7 +118,7 @@ class CPUBackend(Backend):
         kernel = generate_llvm_ir(typed, target.triple, target.data_layout)
         address = jit.load(jit.compile_object(kernel.text), kernel.entry)
         return CPUProgram(kernel, address, jit.KERNEL_ABI(address),
-                          pack_structure(kernel.pack_fields), iteration_cost(typed))
+                          iteration_cost(typed))
 
     # -- running ------------------------------------------------------------------
     def launcher(self, program: CPUProgram):
@@ -133,7 +128,7 @@ class CPUBackend(Backend):
         if self.num_threads == 1:
             return lambda address, rows, total: entry(address, 0, rows)
         work = program.cost.flops + program.cost.bytes / 4.0 + 1.0
-        serial_below = FANOUT_WORK * self.margin / work
+        serial_below = self.fanout_work() / work
         target = program.address if self.pool_kind == "native" else entry
         backend = self
 

@@ -95,3 +95,24 @@ def load(obj: bytes, symbol: str) -> int:
 
 
 KERNEL_ABI = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+@lru_cache(maxsize=None)
+def null_entry() -> int:
+    """A kernel entry that does nothing, for measuring launch overheads."""
+    text = "define void @tack_null(i8* %p, i64 %s, i64 %e) {\n  ret void\n}\n"
+    return load(compile_object(text), "tack_null")
+
+
+def typical_seconds(run, repeats: int = 41) -> float:
+    """The lower-quartile wall time of ``run()`` after a warm-up call: robust
+    to the preemptions of a busy machine, which only ever add time."""
+    import time
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 4]

@@ -304,6 +304,11 @@ class NativePool:
             # empty), so each acknowledges each job before the next is written.
             self._run(self._address, entry_address, pack_address, count, self.threads)
 
+    def fanout_seconds(self) -> float:
+        """Measured cost of one fan-out of an empty kernel over every thread."""
+        null = jit.null_entry()
+        return jit.typical_seconds(lambda: self.run(null, 0, self.threads))
+
     def close(self) -> None:
         """Stop and join the workers (at exit, before the JIT's memory goes)."""
         if not self._tids or os.getpid() != self._pid:

@@ -38,6 +38,12 @@ class PythonPool:
                         max_workers=self.threads - 1, thread_name_prefix="tack-cpu")
         return self._executor
 
+    def fanout_seconds(self) -> float:
+        """Measured cost of one fan-out of an empty kernel over every thread."""
+        from . import jit
+        null = jit.KERNEL_ABI(jit.null_entry())
+        return jit.typical_seconds(lambda: self.run(null, 0, self.threads))
+
     def run(self, entry, pack_address: int, count: int) -> None:
         """Run ``entry`` (a ctypes function) over ``[0, count)`` in chunks."""
         ranges = list(chunks(count, self.threads))
