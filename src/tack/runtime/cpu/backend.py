@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
@@ -53,6 +54,31 @@ class CPUProgram:
     cost: Cost
 
 
+_malloc_tuned = False
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+
+
+def _tune_malloc() -> bool:
+    """TACK_CPU_MALLOC: keep freed blocks' pages (glibc), process-wide, once.
+
+    Large NumPy buffers are normally mmap'ed and unmapped on free, so each new
+    array faults its pages in again. Raising the mmap threshold to glibc's
+    maximum (32 MiB on 64-bit) and never trimming the heap lets freed memory be
+    reused without page faults, at the cost of a process that keeps its peak.
+    """
+    global _malloc_tuned
+    if _malloc_tuned:
+        return True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    ok = libc.mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024) == 1
+    ok = libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1) == 1 and ok
+    _malloc_tuned = ok
+    return ok
+
+
 class CPUBackend(Backend):
     name = "cpu"
     memory_domain = "host"
@@ -62,6 +88,8 @@ class CPUBackend(Backend):
 
     def __init__(self, num_threads=None):
         config.cpu_policy()
+        if config.env_flag("TACK_CPU_MALLOC"):
+            _tune_malloc()
         self.num_threads = config.cpu_threads(num_threads)
         self.margin = config.env_float("TACK_CPU_MARGIN", 1.0)
         self.pool_kind = config.cpu_pool_kind()
