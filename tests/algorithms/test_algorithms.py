@@ -26,13 +26,19 @@ def test_scans(n, dtype):
     x = _values(rng, n, dtype)
     inclusive = A.inclusive_scan(tack.array(x)).numpy()
     exclusive = A.exclusive_scan(tack.array(x)).numpy()
-    reference = np.cumsum(x, dtype=x.dtype)
-    tolerance = dict(rtol=1e-4, atol=1e-2) if x.dtype.kind == "f" else dict(rtol=0)
-    np.testing.assert_allclose(inclusive, reference, err_msg=f"seed {SEED}", **tolerance)
+    if x.dtype.kind == "f":
+        # Compare with an f64 scan; the bound grows with the running sum of |x|.
+        reference = np.cumsum(x, dtype=np.float64)
+        bound = 4 * np.finfo(x.dtype).eps * np.cumsum(np.abs(x), dtype=np.float64) + 1e-30
+    else:
+        reference = np.cumsum(x, dtype=x.dtype)
+        bound = 0
+    assert (np.abs(inclusive - reference) <= bound).all(), f"seed {SEED}"
     if n:
         assert exclusive[0] == 0
-        np.testing.assert_allclose(exclusive[1:], reference[:-1], err_msg=f"seed {SEED}",
-                                   **tolerance)
+        assert (np.abs(exclusive[1:] - reference[:-1]) <= np.asarray(bound)[:-1]
+                if x.dtype.kind == "f" else exclusive[1:] == reference[:-1]).all(), \
+            f"seed {SEED}"
 
 
 def test_scan_in_place_and_out():

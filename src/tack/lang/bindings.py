@@ -34,6 +34,11 @@ def _intrinsic_of(obj, spelled: str):
     for module in (builtins, math):
         if getattr(module, spelled, _MISSING) is obj:
             return Intrinsic(f"{module.__name__}.{spelled}")
+    if callable(obj):  # imported under another name: ``from math import sqrt as r``
+        for module in (builtins, math):
+            for name, value in vars(module).items():
+                if value is obj and not name.startswith("_"):
+                    return Intrinsic(f"{module.__name__}.{name}")
     return None
 
 
@@ -56,6 +61,12 @@ class CallBindings:
         if name in self.closure:
             return self.closure[name]
         return self.globals.get(name, _MISSING)
+
+    def is_unbound(self, name: str) -> bool:
+        """True when nothing binds ``name``: not the function, a closure cell,
+        a global or a builtin."""
+        return (name not in self.dynamic and self.lookup_name(name) is _MISSING
+                and not hasattr(builtins, name))
 
     def resolve(self, node: ast.expr):
         """Resolve a callee expression: a Func, an Intrinsic, an object, or None.

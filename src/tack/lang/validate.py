@@ -49,9 +49,14 @@ class _Validator(ast.NodeVisitor):
         raise unsupported(self.source, construct, node or self.position)
 
     def visit(self, node):
-        if hasattr(node, "lineno"):
-            self.position = node
-        return super().visit(node)
+        # An operator has no position: it is reported at its enclosing node.
+        if not hasattr(node, "lineno"):
+            return super().visit(node)
+        saved, self.position = self.position, node
+        try:
+            return super().visit(node)
+        finally:
+            self.position = saved
 
     def generic_visit(self, node):
         if not isinstance(node, _SUPPORTED):
@@ -148,8 +153,11 @@ class _Validator(ast.NodeVisitor):
         if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                 and it.func.id == "range" and len(it.args) == 3):
             step = it.args[2]
+            while isinstance(step, ast.UnaryOp) and isinstance(step.op,
+                                                               (ast.UAdd, ast.USub)):
+                step = step.operand  # -0 is a literal zero too
             if isinstance(step, ast.Constant) and step.value == 0:
-                self.reject("range() step of zero", step)
+                self.reject("range() step of zero", it.args[2])
 
 
 def _is_docstring(stmt) -> bool:

@@ -145,7 +145,8 @@ class Kernel:
     # -- error translation (spec stage 1) ----------------------------------------------
     def _prefixed(self, exc: TypeError) -> TypeError:
         message = str(exc)
-        if message.startswith(f"Kernel '{self.name}'"):
+        if (message.startswith(f"Kernel '{self.name}'")
+                or f"(inlined into kernel '{self.name}')" in message):
             return TypeError(message)
         return TypeError(f"Kernel '{self.name}': {message}")
 

@@ -35,7 +35,8 @@ class _Uses:
         self.ndim[name] = ndim or known
 
 
-def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings) -> dict[str, int]:
+def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
+               _active=None) -> dict[str, int]:
     """``{name: number of indices}`` for every name used as an array (0: unknown)."""
     uses = _Uses(source)
     for node in ast.walk(tree):
@@ -45,11 +46,12 @@ def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings) -> dict[st
               and isinstance(node.value, ast.Name)):
             uses.record(node.value.id, 0, node)
         elif isinstance(node, ast.Call):
-            _record_call(uses, node, bindings)
+            _record_call(uses, node, bindings, _active)
     return uses.ndim
 
 
-def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings) -> None:
+def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings,
+                 active=None) -> None:
     target = bindings.resolve(call.func)
     args = call.args
     if isinstance(target, Intrinsic):
@@ -58,7 +60,7 @@ def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings) -> None:
         elif target.name in _ATOMICS and len(args) == 3 and isinstance(args[0], ast.Name):
             uses.record(args[0].id, _index_count(args[1]), call)
     elif isinstance(target, Func):
-        params = func_array_params(target)
+        params = func_array_params(target, active)
         names = [a.arg for a in target.source.tree.args.args]
         for name, arg in zip(names, args):
             if name in params and isinstance(arg, ast.Name):
@@ -70,15 +72,18 @@ def func_array_params(func: Func, _active=None) -> dict[str, int]:
     cached = getattr(func, "_array_params", None)
     if cached is not None:
         return cached
-    active = _active if _active is not None else set()
+    active = _active if _active is not None else {}  # Func -> answer is complete
     if func in active:
+        # A recursive cycle (inlining rejects it): end it here, and cache no
+        # answer that depended on this partial one.
+        active.update(dict.fromkeys(active, False))
         return {}
-    active.add(func)
+    active[func] = True
     tree = func.source.tree
     bindings = CallBindings(func.fn, tree)
-    uses = array_uses(func.source, tree, bindings)
+    uses = array_uses(func.source, tree, bindings, active)
     params = {a.arg for a in tree.args.args}
     result = {name: ndim for name, ndim in uses.items() if name in params}
-    active.discard(func)
-    func._array_params = result
+    if active.pop(func):
+        func._array_params = result
     return result

@@ -46,9 +46,22 @@ class CallLowering:
             if target.name in STATEMENT_ONLY:
                 raise self.scope.unsupported(
                     f"{STATEMENT_ONLY[target.name]} here", node)
+        unbound = self.unbound_root(node.func)
+        if unbound is not None:
+            raise self.scope.error(NameError, f"name '{unbound.id}' is not defined",
+                                   unbound)
         raise self.scope.unsupported(
             f"call to '{_spelled(node.func)}' (not a statically bound @tack.func or "
             f"a supported kernel intrinsic)", node)
+
+    def unbound_root(self, callee: ast.expr):
+        """The name ``callee`` starts from when nothing binds it, else None."""
+        root = callee
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and self.scope.bindings.is_unbound(root.id):
+            return root
+        return None
 
     def intrinsic_handler(self, name: str):
         module, _, short = name.partition(".")

@@ -100,6 +100,8 @@ class InlineLowering:
         finally:
             self.scope = saved
             self.active.discard(func)
+        if child.outside_parallel_loop():
+            child.check_outside_loop(stmts)
         self.pre.extend(stmts)
         span = caller.span(node)
         return [E.Name(slot, span=span) for slot in child.results]

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ... import types as T
-from ...errors import UnsupportedSyntaxError, add_source_note
 from ...ir import expressions as E
 from ...ir import statements as S
 from ...ir.traversal import rewrite, walk
@@ -31,8 +30,6 @@ from .statements import StatementLowering, _is_range
 RESULT_PARAM = "__tack_result__"
 _HOST_NODES = (E.Const, E.Name, E.DimSize, E.Add, E.Sub, E.Mul, E.FloorDiv,
                E.Min, E.Max, E.Neg)
-_OUTSIDE = ((S.Store, "array store"), (S.Print, "print"), (E.Atomic, "atomic"),
-            (S.SeqFor, "loop"), (S.While, "loop"))
 _RESULT_TYPES = {"builtins.int": T.i64, "builtins.float": T.f64,
                  "builtins.bool": T.i32}
 
@@ -70,7 +67,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         scope.arrays = {name: name for name in self.array_params}
         preamble, loop_node = self.split_body(tree)
         pre_ir = self.block(preamble)
-        _check_outside_loop(self.source, pre_ir)
+        scope.check_outside_loop(pre_ir)
         loop = self.parallel_loop(loop_node, pre_ir)
         kernel = S.Function(self.source.name, params, pre_ir + (loop,),
                             span=self.source.span(tree))
@@ -214,6 +211,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         name = target.name if isinstance(target, Intrinsic) else None
         if name in _RESULT_TYPES:
             return _RESULT_TYPES[name], name.split(".")[1]
+        scalar = {f"tack.{t.name}": t for t in T.SCALAR_TYPES}.get(name)
+        if scalar is not None:  # ``-> tack.f32`` resolves to the cast intrinsic
+            target = scalar
         if isinstance(target, T.ScalarType):
             return target, "float" if target.is_float else "int"
         raise self.scope.unsupported("return annotation (use int, float, bool or a "
@@ -249,19 +249,6 @@ def _single_definitions(pre_ir) -> dict:
                 counts[node.target] = counts.get(node.target, 0) + 1
                 values[node.target] = node.value
     return {name: values[name] for name, n in counts.items() if n == 1}
-
-
-def _check_outside_loop(source, pre_ir) -> None:
-    for stmt in pre_ir:
-        for node in walk(stmt):
-            for kind, what in _OUTSIDE:
-                if isinstance(node, kind):
-                    span = node.span
-                    exc = UnsupportedSyntaxError(
-                        f"{source.kind} '{source.name}': unsupported {what} outside "
-                        f"the parallel loop at line {span.line}, column {span.col}")
-                    add_source_note(exc, span)
-                    raise exc
 
 
 def lower_kernel(source, fn) -> Lowered:

@@ -11,11 +11,17 @@ import ast
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ...errors import add_source_note
+from ...errors import UnsupportedSyntaxError, add_source_note
+from ...ir import expressions as E
+from ...ir import statements as S
+from ...ir.traversal import walk
 from ..bindings import CallBindings
 from ..names import assigned_names
 from ..source import Source
 from ..validate import unsupported
+
+_OUTSIDE = ((S.Store, "array store"), (S.Print, "print"), (E.Atomic, "atomic"),
+            (S.SeqFor, "loop"), (S.While, "loop"))
 
 
 @dataclass
@@ -55,3 +61,26 @@ class Scope:
 
     def span(self, node):
         return self.source.span(node)
+
+    def outside_parallel_loop(self) -> bool:
+        """True while lowering the statements before the kernel's parallel loop."""
+        scope = self
+        while scope is not None:
+            if scope.loops:
+                return False
+            scope = scope.caller
+        return True
+
+    def check_outside_loop(self, stmts) -> None:
+        """Reject a store, print, atomic or loop this function lowered to ``stmts``
+        before the parallel loop (inlined callees checked theirs already)."""
+        for stmt in stmts:
+            for node in walk(stmt):
+                for kind, what in _OUTSIDE:
+                    if isinstance(node, kind):
+                        span = node.span
+                        exc = UnsupportedSyntaxError(
+                            f"{self.describe()}: unsupported {what} outside the "
+                            f"parallel loop at line {span.line}, column {span.col}")
+                        add_source_note(exc, span)
+                        raise exc

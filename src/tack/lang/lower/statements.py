@@ -62,7 +62,9 @@ class StatementLowering:
             if len(value_node.elts) != len(target.elts):
                 raise self.scope.unsupported("unpacking of a tuple of another length",
                                              node)
-            values = [self.captured(v, "value") for v in self.ordered(value_node.elts)]
+            # Every value is read before any target is bound: ``x, y = y, x``.
+            values = [self.captured(v, "value") if not isinstance(v, E.Name)
+                      else self.snapshot(v) for v in self.ordered(value_node.elts)]
         elif isinstance(value_node, ast.Call):
             values = self.call(value_node)
             if not values or len(values) != len(target.elts):
@@ -76,6 +78,11 @@ class StatementLowering:
         for elt, value in zip(target.elts, values):
             out.extend(self.assign_value(elt, value, node))
         return out
+
+    def snapshot(self, name: E.Name) -> E.Name:
+        copy, assign = self.capture(name, "value")
+        self.pre.append(assign)
+        return copy
 
     def assign_value(self, target, value: E.Expr, node):
         scope = self.scope

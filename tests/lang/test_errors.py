@@ -1,0 +1,244 @@
+"""Unbound names, and the errors a call raises for its arguments.
+
+Free names are NameErrors naming the kernel (or the inlined device function)
+and the position; kernels capture no Python scalars. Keyword arguments and a
+wrong argument count are checked at call time, with the messages the runtime
+API fixes.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import tack
+
+GLOBAL_SCALE = 2.0
+
+
+@tack.kernel
+def k_unbound_scalar(a):
+    for i in range(len(a)):
+        a[i] = a[i] * undefined_scale  # noqa: F821
+
+
+@tack.kernel
+def k_global_scalar(a):
+    for i in range(len(a)):
+        a[i] = a[i] * GLOBAL_SCALE
+
+
+@tack.kernel
+def k_unbound_array(a):
+    for i in range(len(a)):
+        a[i] = other[i]  # noqa: F821
+
+
+@tack.kernel
+def k_unbound_before_loop(a):
+    n = missing_extent + 1  # noqa: F821
+    for i in range(len(a)):
+        a[i] = n
+
+
+@tack.kernel
+def k_unbound_function(a):
+    for i in range(len(a)):
+        a[i] = undefined_function(a[i])  # noqa: F821
+
+
+@tack.kernel
+def k_unbound_module(a):
+    for i in range(len(a)):
+        a[i] = undefined_module.sqrt(a[i])  # noqa: F821
+
+
+@tack.kernel
+def k_unbound_call_statement(a):
+    for i in range(len(a)):
+        a[i] = 1.0
+        undefined_function(a[i])  # noqa: F821
+
+
+@tack.func
+def uses_unbound(x):
+    return x + missing_offset  # noqa: F821
+
+
+@tack.kernel
+def k_unbound_in_device_function(a):
+    for i in range(len(a)):
+        a[i] = uses_unbound(a[i])
+
+
+@tack.func
+def calls_unbound(x):
+    return x * 2.0 + uses_unbound(x)
+
+
+@tack.kernel
+def k_unbound_two_levels_down(a):
+    for i in range(len(a)):
+        a[i] = calls_unbound(a[i])
+
+
+_UNBOUND = {
+    k_unbound_scalar: "Kernel 'k_unbound_scalar': name 'undefined_scale' is not "
+                      "defined at line 4, column 23",
+    k_global_scalar: "Kernel 'k_global_scalar': name 'GLOBAL_SCALE' is not defined "
+                     "at line 4, column 23",
+    k_unbound_array: "Kernel 'k_unbound_array': name 'other' is not defined at "
+                     "line 4, column 16",
+    k_unbound_before_loop: "Kernel 'k_unbound_before_loop': name 'missing_extent' is "
+                           "not defined at line 3, column 9",
+    k_unbound_function: "Kernel 'k_unbound_function': name 'undefined_function' is "
+                        "not defined at line 4, column 16",
+    k_unbound_module: "Kernel 'k_unbound_module': name 'undefined_module' is not "
+                      "defined at line 4, column 16",
+    k_unbound_call_statement: "Kernel 'k_unbound_call_statement': name "
+                              "'undefined_function' is not defined at line 5, "
+                              "column 9",
+    k_unbound_in_device_function: "Device function 'uses_unbound' (inlined into "
+                                  "kernel 'k_unbound_in_device_function'): name "
+                                  "'missing_offset' is not defined at line 3, "
+                                  "column 16",
+    k_unbound_two_levels_down: "Device function 'uses_unbound' (inlined into kernel "
+                               "'k_unbound_two_levels_down'): name 'missing_offset' "
+                               "is not defined at line 3, column 16",
+}
+
+
+@pytest.mark.parametrize("kernel", list(_UNBOUND), ids=lambda k: k.name)
+def test_unbound_name(kernel, rng):
+    data = rng.floats(3)
+    a = tack.array(data)
+    message = _UNBOUND[kernel]
+    with pytest.raises(NameError, match=f"^{re.escape(message)}") as info:
+        kernel(a)
+    assert str(info.value) == message
+    np.testing.assert_array_equal(a.numpy(), data, err_msg=f"seed={rng.seed}")
+
+
+def test_unbound_name_through_inspect():
+    """Inspection reports the same NameError, untranslated."""
+    message = _UNBOUND[k_unbound_scalar]
+    with pytest.raises(NameError, match=f"^{re.escape(message)}"):
+        tack.inspect(k_unbound_scalar, tack.zeros(2, tack.f32), mode="ir")
+
+
+# -- call-time argument errors ---------------------------------------------------------
+
+@tack.kernel
+def k_copy(a, b):
+    for i in range(len(a)):
+        a[i] = b[i]
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_wrong_argument_count(count, rng):
+    data = [rng.floats(4) for _ in range(count)]
+    args = [tack.array(d) for d in data]
+    message = f"Kernel 'k_copy' expects 2 arguments, got {count}"
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        k_copy(*args)
+    for arg, d in zip(args, data):
+        np.testing.assert_array_equal(arg.numpy(), d, err_msg=f"seed={rng.seed}")
+
+
+def test_keyword_arguments(rng):
+    data = rng.floats(4)
+    a = tack.array(data)
+    b = tack.array(rng.floats(4))
+    message = "Kernel 'k_copy' failed on CPUBackend: Keyword arguments not supported " \
+              "in kernels"
+    for args, kwargs in [((a,), {"b": b}), ((), {"a": a, "b": b}), ((a, b), {"c": b})]:
+        with pytest.raises(RuntimeError, match=f"^{re.escape(message)}$") as info:
+            k_copy(*args, **kwargs)
+        assert type(info.value) is RuntimeError
+        assert isinstance(info.value.__cause__, NotImplementedError)
+    np.testing.assert_array_equal(a.numpy(), data, err_msg=f"seed={rng.seed}")
+
+
+def test_call_after_errors_still_works(rng):
+    """Argument errors leave the kernel usable (warm and cold paths alike)."""
+    for count in (1, 3):
+        with pytest.raises(TypeError):
+            k_copy(*[tack.zeros(2, tack.f32)] * count)
+    for n in (0, 1, 7):
+        src = rng.floats(n)
+        a = tack.zeros(n, tack.f32)
+        k_copy(a, tack.array(src))
+        np.testing.assert_array_equal(a.numpy(), src, err_msg=f"seed={rng.seed}")
+
+
+def test_unsupported_argument_type():
+    message = "Kernel 'k_copy': Unsupported argument type for parameter 'b': str"
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        k_copy(tack.zeros(2, tack.f32), "text")
+
+
+# -- device-function argument errors at the call site ----------------------------------
+
+@tack.func
+def two_args(x, y):
+    return x + y
+
+
+@tack.func
+def reads(v, i):
+    return v[i]
+
+
+@tack.kernel
+def k_too_few(a):
+    for i in range(len(a)):
+        a[i] = two_args(a[i])
+
+
+@tack.kernel
+def k_too_many(a):
+    for i in range(len(a)):
+        a[i] = two_args(a[i], 1.0, 2.0)
+
+
+@tack.kernel
+def k_array_to_scalar(a, b):
+    for i in range(len(a)):
+        a[i] = two_args(b, 1.0) + b[i]
+
+
+@tack.kernel
+def k_scalar_to_array(a):
+    for i in range(len(a)):
+        a[i] = reads(a[i], i)
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (k_too_few, "Kernel 'k_too_few': device function 'two_args' expects 2 arguments, "
+                "got 1 at line 4, column 16"),
+    (k_too_many, "Kernel 'k_too_many': device function 'two_args' expects 2 "
+                 "arguments, got 3 at line 4, column 16"),
+], ids=["too_few", "too_many"])
+def test_device_function_arity(kernel, message, rng):
+    data = rng.floats(3)
+    a = tack.array(data)
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}") as info:
+        kernel(a)
+    assert str(info.value) == message
+    np.testing.assert_array_equal(a.numpy(), data, err_msg=f"seed={rng.seed}")
+
+
+def test_array_passed_to_scalar_parameter():
+    message = ("Kernel 'k_array_to_scalar': array 'b' passed to scalar parameter 'x' "
+               "of device function 'two_args' at line 4, column 25")
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}") as info:
+        k_array_to_scalar(tack.zeros(2, tack.f32), tack.zeros(2, tack.f32))
+    assert str(info.value) == message
+
+
+def test_scalar_passed_to_array_parameter():
+    message = ("Kernel 'k_scalar_to_array': unsupported argument for array parameter "
+               "'v' of device function 'reads' that is not an array name at line 4, "
+               "column 22")
+    with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}"):
+        k_scalar_to_array(tack.zeros(2, tack.f32))

@@ -1,0 +1,238 @@
+"""Statements before the parallel loop run once per chunk: they may only bind scalars.
+
+An array store, an atomic, a print or a loop there is rejected, also when it
+comes from an inlined device function, which the message then names (with
+positions in that function's source). Scalar work before the loop, including
+pure device functions, is allowed and checked against NumPy.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import tack
+
+
+@tack.func
+def store_first(v, i):
+    v[i] = 5.0
+    return 1.0
+
+
+@tack.func
+def bump(v, i):
+    v[i] = v[i] + 1.0
+
+
+@tack.func
+def shout(x):
+    print("value", x)
+
+
+@tack.func
+def count(v):
+    return tack.atomic_add(v, 0, 1.0)
+
+
+@tack.func
+def bump_twice(v):
+    bump(v, 0)
+    bump(v, 1)
+
+
+@tack.func
+def summed(n):
+    s = 0
+    for j in range(n):
+        s += j
+    return s
+
+
+@tack.kernel
+def k_store(a):
+    a[0] = 1.0
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+@tack.kernel
+def k_atomic(a):
+    tack.atomic_add(a, 0, 1.0)
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+@tack.kernel
+def k_print(a):
+    print("before")
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+@tack.kernel
+def k_store_in_branch(a, n):
+    if n > 0:
+        a[0] = 1.0
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+@tack.kernel
+def k_while(a):
+    n = 0
+    while n < 3:
+        n += 1
+    for i in range(len(a)):
+        a[i] = n
+
+
+@tack.kernel
+def k_inlined_store(a):
+    x = store_first(a, 0)
+    for i in range(len(a)):
+        a[i] = x
+
+
+@tack.kernel
+def k_inlined_statement(a):
+    bump(a, 0)
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+@tack.kernel
+def k_inlined_print(a):
+    shout(1.0)
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+@tack.kernel
+def k_inlined_atomic(a):
+    x = count(a)
+    for i in range(len(a)):
+        a[i] = x
+
+
+@tack.kernel
+def k_inlined_nested(a):
+    bump_twice(a)
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+@tack.kernel
+def k_inlined_loop(a, n):
+    s = summed(n)
+    for i in range(len(a)):
+        a[i] = s
+
+
+@tack.kernel
+def k_inlined_in_while(a):
+    n = 0
+    while n < 1:
+        bump(a, 0)
+        n += 1
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+_REJECTED = [
+    (k_store, (), "Kernel 'k_store': unsupported array store outside the parallel "
+                  "loop at line 3, column 5"),
+    (k_atomic, (), "Kernel 'k_atomic': unsupported atomic outside the parallel loop "
+                   "at line 3, column 5"),
+    (k_print, (), "Kernel 'k_print': unsupported print outside the parallel loop at "
+                  "line 3, column 5"),
+    (k_store_in_branch, (1,), "Kernel 'k_store_in_branch': unsupported array store "
+                              "outside the parallel loop at line 4, column 9"),
+    (k_while, (), "Kernel 'k_while': unsupported loop outside the parallel loop at "
+                  "line 4, column 5"),
+    (k_inlined_store, (), "Device function 'store_first' (inlined into kernel "
+                          "'k_inlined_store'): unsupported array store outside the "
+                          "parallel loop at line 3, column 5"),
+    (k_inlined_statement, (), "Device function 'bump' (inlined into kernel "
+                              "'k_inlined_statement'): unsupported array store "
+                              "outside the parallel loop at line 3, column 5"),
+    (k_inlined_print, (), "Device function 'shout' (inlined into kernel "
+                          "'k_inlined_print'): unsupported print outside the "
+                          "parallel loop at line 3, column 5"),
+    (k_inlined_atomic, (), "Device function 'count' (inlined into kernel "
+                           "'k_inlined_atomic'): unsupported atomic outside the "
+                           "parallel loop at line 3, column 12"),
+    (k_inlined_nested, (), "Device function 'bump' (inlined into kernel "
+                           "'k_inlined_nested'): unsupported array store outside "
+                           "the parallel loop at line 3, column 5"),
+    (k_inlined_loop, (3,), "Device function 'summed' (inlined into kernel "
+                           "'k_inlined_loop'): unsupported loop outside the "
+                           "parallel loop at line 4, column 5"),
+    (k_inlined_in_while, (), "Kernel 'k_inlined_in_while': unsupported loop outside "
+                             "the parallel loop at line 4, column 5"),
+]
+
+
+@pytest.mark.parametrize("kernel, extra, message", _REJECTED,
+                         ids=[k.name for k, _, _ in _REJECTED])
+def test_effect_outside_parallel_loop(kernel, extra, message, rng, capsys):
+    data = rng.floats(4)
+    a = tack.array(data)
+    with pytest.raises(tack.UnsupportedSyntaxError,
+                       match=f"^{re.escape(message)}") as info:
+        kernel(a, *extra)
+    assert str(info.value) == message
+    np.testing.assert_array_equal(a.numpy(), data, err_msg=f"seed={rng.seed}")
+    assert capsys.readouterr().out == ""
+
+
+# -- what is allowed before the loop ---------------------------------------------------
+
+@tack.func
+def scaled(x, s):
+    if s > 1.0:
+        return x * s
+    return x
+
+
+@tack.kernel
+def k_scalars_before(a, b, s):
+    t = scaled(2.0, s)
+    u = t + 1.0 if s > 0.0 else t - 1.0
+    n = len(a)
+    for i in range(n):
+        b[i] = a[i] * u + n
+
+
+@tack.kernel
+def k_effects_in_loop_ok(a, c, d):
+    for i in range(len(a)):
+        bump(a, i)
+        d[i] = count(c)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 33])
+def test_scalar_statements_before_loop(n, rng):
+    a_np = rng.floats(n)
+    s = float(rng.gen.uniform(-3.0, 3.0))
+    b = tack.zeros(n, tack.f32)
+    k_scalars_before(tack.array(a_np), b, s)
+    t = 2.0 * s if s > 1.0 else 2.0
+    u = t + 1.0 if s > 0.0 else t - 1.0
+    expected = a_np * np.float32(u) + np.float32(n)
+    np.testing.assert_allclose(b.numpy(), expected, rtol=1e-6,
+                               err_msg=f"seed={rng.seed} s={s}")
+
+
+@pytest.mark.parametrize("n", [0, 1, 9, 100])
+def test_effects_inside_the_loop_are_fine(n, rng):
+    a_np = rng.floats(n)
+    a = tack.array(a_np)
+    c = tack.zeros(1, tack.f32)
+    d = tack.zeros(n, tack.f32)
+    k_effects_in_loop_ok(a, c, d)
+    np.testing.assert_array_equal(a.numpy(), a_np + np.float32(1.0),
+                                  err_msg=f"seed={rng.seed}")
+    assert c.numpy()[0] == n
+    # every iteration saw a distinct old value of the counter
+    np.testing.assert_array_equal(np.sort(d.numpy()), np.arange(n, dtype=np.float32))

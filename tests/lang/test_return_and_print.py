@@ -1,0 +1,189 @@
+"""The annotated final ``return`` and ``print`` inside the parallel loop.
+
+A kernel annotated ``-> int``/``float``/``bool``/a tack type returns the value
+of its final ``return`` (computed after the loop) as a Python scalar. ``print``
+in a kernel goes through Python's ``print``, one whole line per call.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import tack
+from tack import f32 as F32
+
+
+@tack.func
+def halve(x):
+    return x * 0.5
+
+
+@tack.kernel
+def k_float(a) -> float:
+    for i in range(len(a)):
+        a[i] = a[i] * 2.0
+    return a[0] + 0.25
+
+
+@tack.kernel
+def k_int(a, n) -> int:
+    m = n * 3
+    for i in range(len(a)):
+        a[i] = a[i] + m
+    return m + len(a)
+
+
+@tack.kernel
+def k_bool(a, limit) -> bool:
+    for i in range(len(a)):
+        a[i] = a[i] * 2.0
+    return a[0] > limit
+
+
+@tack.kernel
+def k_tack_float(a) -> tack.f32:
+    for i in range(len(a)):
+        a[i] = a[i] * 2.0
+    return halve(a[len(a) - 1])
+
+
+@tack.kernel
+def k_tack_int(a) -> tack.i64:
+    for i in range(len(a)):
+        a[i] = 0.0
+    return len(a) * 1000000000
+
+
+@tack.kernel
+def k_imported_type(a) -> F32:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return 1.0 / 3.0
+
+
+@tack.kernel
+def k_math_in_return(a) -> float:
+    for i in range(len(a)):
+        a[i] = a[i] + 1.0
+    return math.sqrt(a[0] * a[0]) + math.pi
+
+
+@pytest.mark.parametrize("n", [1, 2, 9])
+def test_float_return(n, rng):
+    data = rng.floats(n, np.float64)
+    a = tack.array(data)
+    result = k_float(a)
+    assert type(result) is float
+    assert result == data[0] * 2.0 + 0.25, f"seed={rng.seed}"  # sees the loop's writes
+    np.testing.assert_array_equal(a.numpy(), data * 2.0, err_msg=f"seed={rng.seed}")
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_int_return(n, rng):
+    k = int(rng.gen.integers(-100, 100))
+    data = rng.floats(n, np.float64)
+    a = tack.array(data)
+    result = k_int(a, k)
+    assert type(result) is int
+    assert result == 3 * k + n, f"seed={rng.seed}"
+    np.testing.assert_array_equal(a.numpy(), data + 3 * k, err_msg=f"seed={rng.seed}")
+
+
+def test_bool_return(rng):
+    data = rng.floats(4, np.float64)
+    for limit in (data[0] * 2.0 - 1.0, data[0] * 2.0 + 1.0):
+        result = k_bool(tack.array(data), float(limit))
+        assert type(result) is bool
+        assert result is bool(data[0] * 2.0 > limit), f"seed={rng.seed}"
+
+
+def test_tack_type_returns(rng):
+    data = rng.floats(5)
+    result = k_tack_float(tack.array(data))
+    assert type(result) is float
+    assert result == float(np.float32(data[-1] * np.float32(2.0)) * np.float32(0.5))
+    result = k_tack_int(tack.zeros(7, tack.f32))
+    assert type(result) is int
+    assert result == 7_000_000_000  # needs i64
+    result = k_imported_type(tack.zeros(1, tack.f32))
+    assert type(result) is float
+    assert result == float(np.float32(1.0 / 3.0))
+
+
+def test_return_with_math(rng):
+    data = rng.floats(3, np.float64)
+    result = k_math_in_return(tack.array(data))
+    assert math.isclose(result, abs(data[0] + 1.0) + math.pi, rel_tol=1e-12), \
+        f"seed={rng.seed}"
+
+
+def test_return_value_on_every_call(rng):
+    """The warm path returns fresh values, not the first call's."""
+    for _ in range(3):
+        data = rng.floats(2, np.float64)
+        assert k_float(tack.array(data)) == data[0] * 2.0 + 0.25, f"seed={rng.seed}"
+
+
+def test_kernel_without_return_gives_none():
+    assert k_print_nothing(tack.zeros(3, tack.f32)) is None
+
+
+# -- print -----------------------------------------------------------------------------
+
+@tack.kernel
+def k_print_nothing(a):
+    for i in range(len(a)):
+        a[i] = 1.0
+
+
+@tack.kernel
+def k_print(ints, f32s, f64s):
+    for i in range(len(ints)):
+        print("row", i, ints[i], f32s[i], f64s[i])
+
+
+@tack.kernel
+def k_print_mixed(a, s):
+    for i in range(len(a)):
+        print(i, "is", a[i] > 0.0, "and", -i, s)
+
+
+@tack.func
+def report(label_value, x):
+    print("device", label_value, x * 2)
+
+
+@tack.kernel
+def k_print_in_device_function(a):
+    for i in range(len(a)):
+        if i % 2 == 0:
+            report(i, a[i])
+
+
+@pytest.mark.parametrize("n", [0, 1, 6])
+def test_print_scalars_and_labels(n, rng, capsys):
+    ints = rng.ints(n, dtype=np.int64)
+    f32s = rng.floats(n, np.float32)
+    f64s = rng.floats(n, np.float64)
+    k_print(tack.array(ints), tack.array(f32s), tack.array(f64s))
+    lines = capsys.readouterr().out.splitlines()
+    # Iterations run in parallel: compare without order, formatted as Python would.
+    expected = [f"row {i} {int(ints[i])} {str(np.float32(f32s[i]))} {float(f64s[i])}"
+                for i in range(n)]
+    assert sorted(lines) == sorted(expected), f"seed={rng.seed}"
+
+
+def test_print_comparison_negation_and_scalar_argument(capsys):
+    a = tack.array(np.array([1.5, -2.0, 0.0], np.float32))
+    k_print_mixed(a, 7)
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(lines) == ["0 is 1 and 0 7", "1 is 0 and -1 7", "2 is 0 and -2 7"]
+
+
+def test_print_from_device_function(rng, capsys):
+    data = rng.floats(5, np.float64)
+    k_print_in_device_function(tack.array(data))
+    lines = capsys.readouterr().out.splitlines()
+    expected = [f"device {i} {float(data[i] * 2)}" for i in range(0, 5, 2)]
+    assert sorted(lines) == sorted(expected), f"seed={rng.seed}"
