@@ -6,6 +6,7 @@ Python functions. See ``docs/`` for the language, the pipeline and the
 runtime.
 """
 
+from . import cache
 from . import types as _types
 from .errors import IRVerificationError, UnsupportedSyntaxError
 from .lang.func import Func, func

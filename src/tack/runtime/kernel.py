@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 
+from ..cache import kernels as disk
 from ..errors import UnsupportedSyntaxError
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.resolve import shape_dependencies
@@ -38,6 +39,7 @@ class Kernel:
         self.__wrapped__ = fn
         self.source = read_source(fn, "Kernel")
         self._lowered = None
+        self._ir_key = None
         self._shape_params = frozenset()
         self._shape_deps = {}
         self._fast: dict = {}
@@ -63,11 +65,18 @@ class Kernel:
         return lowered
 
     def _lower(self):
-        lowered = lower_kernel(self.source, self.fn)
-        verify(lowered.kernel, "lowered")
+        key = disk.ir_key(self, ()) if disk.enabled() else None
+        lowered = disk.load_template(key) if key else None
+        if lowered is None:
+            lowered = lower_kernel(self.source, self.fn)
+            verify(lowered.kernel, "lowered")
+            if lowered.epilogue is not None:
+                verify(lowered.epilogue, "lowered")
+            if key:
+                disk.store_template(key, lowered)
+        self._ir_key = key
         deps = dict(shape_dependencies(lowered.kernel))
         if lowered.epilogue is not None:
-            verify(lowered.epilogue, "lowered")
             deps.update(shape_dependencies(lowered.epilogue))
         names = [p.name for p in lowered.kernel.params]
         self._shape_deps = deps
@@ -86,13 +95,25 @@ class Kernel:
         with self._lock:
             found = self._variants.get(key)
             if found is None:
-                request = VariantRequest(specs, backend.supported_dtypes,
-                                         backend.atomic_dtypes, backend.class_name,
-                                         disjoint)
-                optimized = run_pipeline(template, request)
-                found = Variant(optimized, backend.build(optimized))
+                found = self._build_variant(backend, template, specs, disjoint, key)
                 self._variants[key] = found
         return found
+
+    def _build_variant(self, backend, template, specs, disjoint, key) -> Variant:
+        """From the disk cache when it has this variant, else compiled (and stored)."""
+        disk_key = None
+        if self._ir_key and disk.enabled() and hasattr(backend, "artifact"):
+            disk_key = disk.variant_key(self._ir_key, key, backend.cache_target())
+            cached = disk.load_variant(disk_key, backend)
+            if cached is not None:
+                return Variant(*cached)
+        request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
+                                 backend.class_name, disjoint)
+        optimized = run_pipeline(template, request)
+        program = backend.build(optimized)
+        if disk_key:
+            disk.store_variant(disk_key, optimized, program, backend)
+        return Variant(optimized, program)
 
     def _variant_key(self, backend, template, specs, disjoint, epilogue):
         parts = []

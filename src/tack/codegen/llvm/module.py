@@ -44,14 +44,19 @@ def _llvm_field(f):
     return BYTE_PTR if f == POINTER else llvm_type(f)
 
 
-def generate_llvm_ir(fn: Function, triple: str = "", data_layout: str = "") -> LLVMKernel:
-    """The LLVM module of a typed kernel (``fn`` must have passed 'typed')."""
+def generate_llvm_ir(fn: Function, triple: str = "", data_layout: str = "",
+                     entry_suffix: str = "") -> LLVMKernel:
+    """The LLVM module of a typed kernel (``fn`` must have passed 'typed').
+
+    ``entry_suffix`` makes the exported symbol unique per variant: every
+    variant is loaded into one process-wide JIT, where symbols share a space.
+    """
     module = ir.Module(name=fn.name)
     module.triple = triple
     module.data_layout = data_layout
     fields = _field_types(fn)
     body = _body_function(module, fn)
-    entry_name = kernel_entry_name(fn.name)
+    entry_name = kernel_entry_name(fn.name) + entry_suffix
     _entry_function(module, entry_name, fields, body, len(fn.params))
     return LLVMKernel(str(module), entry_name, fields)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import threading
 from dataclasses import dataclass
 
@@ -10,7 +11,8 @@ import numpy as np
 
 from ... import config
 from ... import types as T
-from ...codegen.llvm.module import LLVMKernel, generate_llvm_ir
+from ...codegen.llvm.module import POINTER, LLVMKernel, generate_llvm_ir
+from ...ir.printer import format_function
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
 from ...ir.verify import verify
@@ -52,6 +54,13 @@ class CPUProgram:
     address: int           # the native entry point
     entry: object          # ctypes function (pack address, start, end)
     cost: Cost
+    object: bytes          # the object code, for the disk cache
+
+
+def _entry_suffix(typed) -> str:
+    """A content hash of the typed IR: equal code, equal symbol; else distinct."""
+    text = format_function(typed) + f"\ndisjoint={typed.disjoint}"
+    return "_" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 _malloc_tuned = False
@@ -143,10 +152,28 @@ class CPUBackend(Backend):
     def build(self, fn) -> CPUProgram:
         typed = self.typed(fn)
         target = jit.host()
-        kernel = generate_llvm_ir(typed, target.triple, target.data_layout)
-        address = jit.load(jit.compile_object(kernel.text), kernel.entry)
-        return CPUProgram(kernel, address, jit.KERNEL_ABI(address),
-                          iteration_cost(typed))
+        kernel = generate_llvm_ir(typed, target.triple, target.data_layout,
+                                  _entry_suffix(typed))
+        obj = jit.compile_object(kernel.text)
+        return self._load(kernel.entry, kernel.pack_fields, iteration_cost(typed), obj,
+                          kernel.text)
+
+    def _load(self, entry, pack_fields, cost, obj, text="") -> CPUProgram:
+        address = jit.load(obj, entry)
+        return CPUProgram(LLVMKernel(text, entry, tuple(pack_fields)), address,
+                          jit.KERNEL_ABI(address), cost, obj)
+
+    # -- the disk cache ------------------------------------------------------------
+    def artifact(self, program: CPUProgram):
+        """(metadata, object code) of a program, for a cache entry."""
+        fields = [f if f == POINTER else f.name for f in program.kernel.pack_fields]
+        meta = {"entry": program.kernel.entry, "pack_fields": fields,
+                "cost": [program.cost.flops, program.cost.bytes]}
+        return meta, program.object
+
+    def load_artifact(self, meta: dict, obj: bytes) -> CPUProgram:
+        fields = [f if f == POINTER else T.scalar_type(f) for f in meta["pack_fields"]]
+        return self._load(meta["entry"], fields, Cost(*meta["cost"]), obj)
 
     # -- running ------------------------------------------------------------------
     def launcher(self, program: CPUProgram):

@@ -1,0 +1,37 @@
+"""``python -m tack.cache info | pack | prune [--max-size SIZE] | clear [--all]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import clear, describe, pack, prune
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tack.cache",
+                                     description="Tack's kernel cache")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("info", help="settings, entries, size and bundle")
+    commands.add_parser("pack", help="write this version's entries into one bundle")
+    pruning = commands.add_parser("prune", help="delete least recently used entries")
+    pruning.add_argument("--max-size", help="e.g. 500M, 2G (default: the size limit)")
+    clearing = commands.add_parser("clear", help="delete this version's entries")
+    clearing.add_argument("--all", action="store_true", help="every Tack version's")
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        print(json.dumps(describe(), indent=2))
+    elif args.command == "pack":
+        path, count = pack()
+        print(f"packed {count} entries into {path}")
+    elif args.command == "prune":
+        removed, left = prune(max_size=args.max_size)
+        print(f"removed {removed} files; {left} bytes left")
+    else:
+        print(f"removed {clear(all_versions=args.all)} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

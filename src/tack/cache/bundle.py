@@ -1,0 +1,133 @@
+"""Bundles: every entry of one Tack version in one file, read once and broadcast.
+
+Format: ``TACKBDL\\x01`` | u64 header length | header (JSON: the versions and
+an index of ``[key, kind, offset, length, sha256]``) | the entries, each a
+whole entry file as ``store.py`` writes it.
+
+``load_bundle(comm=...)`` is collective: rank 0 reads and verifies the file,
+broadcasts a status (the size, or the reason it cannot be used), then the
+bytes in chunks (so bundles over 2 GiB work); every rank fills its in-memory
+cache from the same bytes. A failure on rank 0 reaches every rank as the same
+outcome: no entries, kernels compile, one warning (on rank 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+
+from . import settings as S
+from . import store
+from .core import cache, versions
+
+MAGIC = b"TACKBDL\x01"
+_SIZE = struct.Struct("<Q")
+CHUNK = 1 << 28   # bytes per broadcast message
+
+
+def bundle_path(directory: str) -> str:
+    return os.path.join(directory, f"bundle-{versions()['tack']}.tackb")
+
+
+def is_bundle_name(name: str) -> bool:
+    return name.startswith("bundle-") and name.endswith(".tackb")
+
+
+def pack(directory=None) -> tuple:
+    """Write this Tack version's entries into one bundle; returns (path, count)."""
+    root = os.fspath(directory or S.current().directory)
+    version_dir = os.path.join(root, versions()["tack"])
+    index, blobs, offset = [], [], 0
+    names = sorted(os.listdir(version_dir)) if os.path.isdir(version_dir) else []
+    for name in names:
+        key, dot, kind = name.partition(".")
+        if not dot or "." + kind not in store.ENTRY_SUFFIXES:
+            continue
+        data = store.read_file(os.path.join(version_dir, name))
+        if data is None or store.decode_entry(data, dict(versions(), kind=kind,
+                                                         key=key)) is None:
+            continue  # damaged entries stay out of the bundle
+        index.append([key, kind, offset, len(data), hashlib.sha256(data).hexdigest()])
+        blobs.append(data)
+        offset += len(data)
+    header = json.dumps(dict(versions(), index=index), sort_keys=True).encode()
+    path = bundle_path(root)
+    store.write_atomic(path, MAGIC + _SIZE.pack(len(header)) + header + b"".join(blobs))
+    return path, len(index)
+
+
+def parse(data: bytes) -> dict:
+    """``{key: entry bytes}`` of a bundle; ``ValueError`` saying why it is unusable."""
+    if data[:8] != MAGIC:
+        raise ValueError("not a Tack bundle")
+    try:
+        (size,) = _SIZE.unpack_from(data, 8)
+        header = json.loads(data[16:16 + size])
+    except (struct.error, ValueError) as exc:
+        raise ValueError(f"damaged header ({exc})") from None
+    mine = versions()
+    foreign = [k for k in mine if header.get(k) != mine[k]]
+    if foreign:
+        raise ValueError(f"made by another version ({', '.join(foreign)} differ)")
+    blob = memoryview(data)[16 + size:]
+    entries = {}
+    for key, kind, offset, length, digest in header.get("index", []):
+        if offset < 0 or offset + length > len(blob):
+            raise ValueError("an index entry points past the end of the file")
+        piece = bytes(blob[offset:offset + length])
+        if hashlib.sha256(piece).hexdigest() != digest:
+            raise ValueError(f"entry {key}.{kind} is damaged")
+        entries[key] = piece
+    return entries
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def load_bundle(path=None, comm=None) -> int:
+    """Load a bundle (default: the cache directory's, for this version) into the
+    process; collective over ``comm`` when given. Returns the number of entries."""
+    path = os.fspath(path or bundle_path(S.current().directory))
+    if comm is None:
+        try:
+            entries = parse(_read(path))
+        except (OSError, ValueError) as exc:
+            store.warn(f"Tack's kernel bundle {path} is not used: {exc}; kernels "
+                       f"compile instead")
+            return 0
+        return _install(entries)
+    return _load_collective(path, comm)
+
+
+def _install(entries: dict) -> int:
+    cache().memory.update(entries)
+    return len(entries)
+
+
+def _load_collective(path: str, comm) -> int:
+    import numpy as np
+    rank = comm.Get_rank()
+    data, status = b"", None
+    if rank == 0:
+        try:
+            data = _read(path)
+            parse(data)
+            status = (len(data), "")
+        except (OSError, ValueError) as exc:
+            status = (-1, str(exc))
+    status = comm.bcast(status, root=0)
+    size, reason = status
+    if size < 0:
+        if rank == 0:
+            store.warn(f"Tack's kernel bundle {path} is not used: {reason}; kernels "
+                       f"compile instead")
+        return 0
+    buffer = np.frombuffer(data, np.uint8).copy() if rank == 0 else np.empty(size,
+                                                                            np.uint8)
+    for start in range(0, size, CHUNK):
+        comm.Bcast(buffer[start:start + CHUNK], root=0)
+    return _install(parse(buffer.tobytes()))

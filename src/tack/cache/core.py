@@ -1,0 +1,141 @@
+"""The process's kernel cache: lookups and stores of IR templates and variants.
+
+Keys are SHA-256 content hashes (see ``keys.py``); values are entry files
+(``store.py``). A bundle loaded into the process (``bundle.py``) answers
+first. Modes: ``write`` reads and writes the directory; ``read`` only reads
+it; ``bundle`` answers from the loaded bundle, reads the directory only on
+rank 0 (or without MPI), and writes there only on rank 0; ``off`` does
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+import threading
+
+from . import settings as S
+from . import store
+
+FORMAT = 1
+_META = struct.Struct("<I")
+
+
+def versions() -> dict:
+    import llvmlite.binding as llvm
+    from .. import __version__
+    return {"format": FORMAT, "tack": __version__,
+            "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
+            "llvm": ".".join(map(str, llvm.llvm_version_info))}
+
+
+class KernelCache:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.memory: dict = {}        # key -> whole entry bytes, from bundles
+        self.stats = {"hits": 0, "misses": 0, "writes": 0}
+        self._usable: dict = {}       # directory -> bool
+        self._pruned = False
+
+    # -- where entries live -----------------------------------------------------------
+    def settings(self) -> S.Settings:
+        return S.current()
+
+    def version_directory(self, directory: str) -> str:
+        return os.path.join(directory, versions()["tack"])
+
+    def _directory_ok(self, settings: S.Settings) -> bool:
+        known = self._usable.get(settings.directory)
+        if known is None:
+            known = store.usable_directory(settings.directory,
+                                           create=settings.mode == "write")
+            self._usable[settings.directory] = known
+        return known
+
+    def _reads_files(self, settings) -> bool:
+        if settings.mode == "off":
+            return False
+        if settings.mode == "bundle" and S.mpi_rank() not in (None, 0):
+            return False
+        return self._directory_ok(settings)
+
+    def _writes_files(self, settings) -> bool:
+        if settings.mode == "write":
+            return self._directory_ok(settings)
+        if settings.mode == "bundle":
+            return S.mpi_rank() in (None, 0) and store.usable_directory(
+                settings.directory, create=True)
+        return False
+
+    def _path(self, settings, key: str, kind: str) -> str:
+        return os.path.join(self.version_directory(settings.directory), f"{key}.{kind}")
+
+    # -- lookups ------------------------------------------------------------------
+    def lookup(self, kind: str, key: str):
+        """The payload stored for (kind, key), or None (a miss)."""
+        settings = self.settings()
+        if settings.mode == "off":
+            return None
+        expected = dict(versions(), kind=kind, key=key)
+        data = self.memory.get(key)
+        source = "bundle"
+        path = None
+        if data is None and self._reads_files(settings):
+            path = self._path(settings, key, kind)
+            data = store.read_file(path)
+            source = path
+        if data is None:
+            self._count("misses")
+            return None
+        decoded = store.decode_entry(data, expected)
+        if decoded is None:
+            store.warn(f"Tack's kernel cache ignored a damaged or foreign entry "
+                       f"({source}); the kernel is compiled again")
+            self._count("misses")
+            return None
+        if path is not None:
+            store.touch(path)
+        self._count("hits")
+        return decoded[1]
+
+    def store(self, kind: str, key: str, payload: bytes) -> None:
+        settings = self.settings()
+        if settings.mode == "off" or not self._writes_files(settings):
+            return
+        header = dict(versions(), kind=kind, key=key)
+        if store.write_atomic(self._path(settings, key, kind),
+                              store.encode_entry(header, payload)):
+            self._count("writes")
+            self._maybe_prune(settings)
+
+    def _maybe_prune(self, settings) -> None:
+        if self._pruned or settings.max_size is None:
+            return
+        self._pruned = True
+        if store.prune_due(settings.directory):
+            store.prune(settings.directory, settings.max_size)
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self.stats[name] += 1
+
+
+_cache = KernelCache()
+
+
+def cache() -> KernelCache:
+    return _cache
+
+
+# -- payload codecs ---------------------------------------------------------------
+
+def pack_payload(meta: dict, blob: bytes = b"") -> bytes:
+    head = json.dumps(meta, sort_keys=True).encode()
+    return _META.pack(len(head)) + head + blob
+
+
+def unpack_payload(payload: bytes):
+    (size,) = _META.unpack_from(payload, 0)
+    return json.loads(payload[4:4 + size]), payload[4 + size:]

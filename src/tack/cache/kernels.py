@@ -1,0 +1,106 @@
+"""Cache keys and codecs for the two kinds of entry: IR templates and variants.
+
+``.ir``: the lowered, verified template, keyed by the kernel's source, the
+source of every device function it can reach, the lowering specialization,
+and the Tack and Python versions. ``.variant``: the post-pass IR and the
+backend's artifact (object code on the CPU), keyed by the template's key, the
+variant key, the backend's target (triple, CPU name and features) and the
+LLVM version. No key contains a time, a path or an object id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ..ir import serialize
+from . import store
+from .core import cache, pack_payload, unpack_payload, versions
+
+
+def enabled() -> bool:
+    return cache().settings().mode != "off"
+
+
+def _digest(data) -> str:
+    text = json.dumps(data, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ir_key(kernel, specialization) -> str:
+    from ..lang.dependencies import reachable_functions
+    funcs = reachable_functions(kernel.fn, kernel.source.tree)
+    return _digest({
+        "kernel": kernel.source.text,
+        "functions": [[f.fn.__module__, f.fn.__qualname__, f.source.text] for f in funcs],
+        "specialization": repr(specialization),
+        "versions": versions(),
+    })
+
+
+def variant_key(template_key: str, key_parts, target) -> str:
+    return _digest({"template": template_key, "variant": repr(key_parts),
+                    "target": repr(target), "versions": versions()})
+
+
+# -- templates ------------------------------------------------------------------
+
+def load_template(key: str):
+    payload = cache().lookup("ir", key)
+    if payload is None:
+        return None
+    try:
+        meta, _ = unpack_payload(payload)
+        return _decode_lowered(meta)
+    except (ValueError, KeyError, TypeError) as exc:
+        store.warn(f"Tack's kernel cache ignored an unreadable IR entry ({exc})")
+        return None
+
+
+def store_template(key: str, lowered) -> None:
+    cache().store("ir", key, pack_payload(_encode_lowered(lowered)))
+
+
+def _encode_lowered(lowered) -> dict:
+    return {
+        "kernel": serialize.encode(lowered.kernel),
+        "epilogue": None if lowered.epilogue is None else serialize.encode(
+            lowered.epilogue),
+        "result_type": None if lowered.result_type is None else lowered.result_type.name,
+        "result_kind": lowered.result_kind,
+    }
+
+
+def _decode_lowered(meta: dict):
+    from ..lang.lower.kernel import Lowered
+    from ..types import scalar_type
+    epilogue = meta["epilogue"]
+    return Lowered(serialize.decode(meta["kernel"]),
+                   None if epilogue is None else serialize.decode(epilogue),
+                   None if meta["result_type"] is None else scalar_type(
+                       meta["result_type"]),
+                   meta["result_kind"])
+
+
+# -- variants ---------------------------------------------------------------------
+
+def load_variant(key: str, backend):
+    """(optimized IR, program) from the cache, or None."""
+    payload = cache().lookup("variant", key)
+    if payload is None:
+        return None
+    try:
+        meta, blob = unpack_payload(payload)
+        ir = serialize.decode(meta["ir"])
+        program = backend.load_artifact(meta["backend"], blob)
+    except Exception as exc:  # an entry that does not load is a miss
+        store.warn(f"Tack's kernel cache could not load a compiled variant ({exc}); "
+                   f"it is compiled again")
+        return None
+    return ir, program
+
+
+def store_variant(key: str, ir, program, backend) -> None:
+    meta, blob = backend.artifact(program)
+    cache().store("variant", key, pack_payload(
+        {"ir": serialize.encode(ir), "backend": meta}, blob))

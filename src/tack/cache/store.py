@@ -1,0 +1,228 @@
+"""Cache entries on disk: the safety check, the entry format, atomic writes, pruning.
+
+Layout: ``<directory>/<tack version>/<key>.ir`` and ``<key>.variant``, plus
+``<directory>/bundle-<tack version>.tackb``. An entry file is
+
+    magic (8 bytes) | u32 header length | header (JSON) | u64 payload length |
+    payload | SHA-256 of header and payload (32 bytes)
+
+The header names the kind, the key and the versions it was made with. Any
+file that does not parse, verify and match is a miss (with a warning), never
+an error. Writes go to a temporary file in the same directory, are fsync'ed
+and then renamed over the entry, so readers see a whole entry or none, with
+any number of writers.
+
+Trust boundary: compiled code in the cache is executed. A directory is only
+used when it belongs to the current user, is writable by nobody else, and is
+not reached through a symbolic link; otherwise the cache is off for the
+process, with a ``RuntimeWarning``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import struct
+import tempfile
+import time
+import warnings
+
+MAGIC = b"TACKENT\x01"
+_HEAD = struct.Struct("<I")
+_SIZE = struct.Struct("<Q")
+PRUNE_INTERVAL = 3600.0
+PRUNE_STAMP = "last-prune"
+ENTRY_SUFFIXES = (".ir", ".variant")
+
+
+class CacheWarning(RuntimeWarning):
+    """A cache problem that Tack worked around (a miss, an unusable directory)."""
+
+
+def warn(message: str) -> None:
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+# -- the directory -----------------------------------------------------------------
+
+def _unsafe_reason(path: str):
+    if os.path.realpath(path) != os.path.abspath(path):
+        return "it is reached through a symbolic link"
+    info = os.stat(path)
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return "it belongs to another user"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "other users can write to it"
+    return None
+
+
+def usable_directory(path: str, create: bool) -> bool:
+    """True when ``path`` may hold executable cache entries (see module doc)."""
+    try:
+        if not os.path.isdir(path):
+            if not create:
+                return False
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        reason = _unsafe_reason(path)
+    except OSError as exc:
+        warn(f"Tack's kernel cache is off: cannot use {path}: {exc}")
+        return False
+    if reason:
+        warn(f"Tack's kernel cache is off: {path} is not used because {reason}")
+        return False
+    return True
+
+
+# -- entries ---------------------------------------------------------------------
+
+def encode_entry(header: dict, payload: bytes) -> bytes:
+    head = json.dumps(header, sort_keys=True).encode()
+    digest = hashlib.sha256(head + payload).digest()
+    return MAGIC + _HEAD.pack(len(head)) + head + _SIZE.pack(len(payload)) + payload + digest
+
+
+def decode_entry(data: bytes, expected: dict):
+    """(header, payload) if ``data`` is a whole, intact entry matching ``expected``
+    (every key of ``expected`` equal in the header); else ``None``."""
+    try:
+        if data[:8] != MAGIC:
+            return None
+        (head_len,) = _HEAD.unpack_from(data, 8)
+        head_end = 12 + head_len
+        (size,) = _SIZE.unpack_from(data, head_end)
+        start = head_end + 8
+        payload = data[start:start + size]
+        digest = data[start + size:start + size + 32]
+        if len(payload) != size or len(digest) != 32 or len(data) != start + size + 32:
+            return None
+        head = data[12:head_end]
+        if hashlib.sha256(head + payload).digest() != digest:
+            return None
+        header = json.loads(head)
+    except (struct.error, ValueError, UnicodeDecodeError):
+        return None
+    if any(header.get(k) != v for k, v in expected.items()):
+        return None
+    return header, payload
+
+
+def read_file(path: str):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        warn(f"Tack's kernel cache could not read {path}: {exc}")
+        return None
+
+
+def write_atomic(path: str, data: bytes) -> bool:
+    """Publish ``data`` at ``path`` atomically (temp file, fsync, rename)."""
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    except OSError as exc:
+        warn(f"Tack's kernel cache could not write in {directory}: {exc}")
+        return False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temp, 0o600)
+        os.replace(temp, path)
+    except OSError as exc:
+        warn(f"Tack's kernel cache could not write {path}: {exc}")
+        _remove_quietly(temp)
+        return False
+    return True
+
+
+def touch(path: str) -> None:
+    """Record a use: the entry's modification time is the cache's LRU stamp."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # a read-only cache still serves hits
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+# -- pruning -----------------------------------------------------------------------
+
+def entry_files(directory: str):
+    """(path, size, last use) of every entry of every Tack version."""
+    found = []
+    try:
+        versions = os.listdir(directory)
+    except OSError:
+        return found
+    for version in versions:
+        sub = os.path.join(directory, version)
+        if not os.path.isdir(sub):
+            continue
+        for name in os.listdir(sub):
+            if name.endswith(ENTRY_SUFFIXES):
+                path = os.path.join(sub, name)
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                found.append((path, info.st_size, info.st_mtime))
+    return found
+
+
+def abandoned_temporaries(directory: str, older_than: float = 3600.0):
+    now = time.time()
+    for root, _, names in os.walk(directory):
+        for name in names:
+            if name.startswith(".tmp-"):
+                path = os.path.join(root, name)
+                try:
+                    if now - os.stat(path).st_mtime > older_than:
+                        yield path
+                except OSError:
+                    continue
+
+
+def prune(directory: str, max_size) -> tuple:
+    """Delete least recently used entries until they take at most 90% of
+    ``max_size``, and abandoned temporary files; returns (removed, bytes left)."""
+    removed = 0
+    for path in abandoned_temporaries(directory):
+        _remove_quietly(path)
+        removed += 1
+    entries = sorted(entry_files(directory), key=lambda e: e[2])
+    total = sum(size for _, size, _ in entries)
+    if max_size is not None:
+        budget = int(max_size * 0.9)
+        for path, size, _ in entries:
+            if total <= budget:
+                break
+            _remove_quietly(path)
+            removed += 1
+            total -= size
+    return removed, total
+
+
+def prune_due(directory: str) -> bool:
+    """True at most once an hour per directory (a stamp file records the last)."""
+    stamp = os.path.join(directory, PRUNE_STAMP)
+    try:
+        if time.time() - os.stat(stamp).st_mtime < PRUNE_INTERVAL:
+            return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    write_atomic(stamp, b"")
+    return True
