@@ -10,6 +10,8 @@ nothing.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import struct
@@ -23,12 +25,31 @@ FORMAT = 1
 _META = struct.Struct("<I")
 
 
+@functools.lru_cache(maxsize=None)
 def versions() -> dict:
+    """What every entry must match: formats, versions, and the compiler itself."""
     import llvmlite.binding as llvm
     from .. import __version__
     return {"format": FORMAT, "tack": __version__,
             "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
-            "llvm": ".".join(map(str, llvm.llvm_version_info))}
+            "llvm": ".".join(map(str, llvm.llvm_version_info)),
+            "compiler": compiler_fingerprint()}
+
+
+def compiler_fingerprint() -> str:
+    """A hash of Tack's own source files, so a changed compiler never reuses
+    entries made by another build with the same version number."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                digest.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    digest.update(f.read())
+    return digest.hexdigest()[:16]
 
 
 class KernelCache:
