@@ -14,6 +14,7 @@ from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub,
                               ndindex, register_type_intrinsics)
 from .runtime.array import Array
 from .runtime.aio import sync_async
+from .runtime.debug import debug_enabled, set_debug
 from .runtime.creation import arange, array, asarray, empty, full, ones, zeros
 from .runtime.dlpack import from_dlpack
 from .runtime.host_ops import (concat, copyto, empty_like, full_like, ones_like,
@@ -34,7 +35,7 @@ __all__ = [
     "UnsupportedSyntaxError", "arange", "array", "array_from_ptr", "asarray",
     "atomic_add", "concat", "copyto", "empty_like", "from_dlpack", "full_like",
     "memory_space", "ones_like", "zeros_like", "sync_async", "device_count",
-    "set_default_device",
+    "set_default_device", "set_debug", "debug_enabled",
     "atomic_max", "atomic_min", "atomic_sub", "device", "device_count", "empty",
     "f32", "f64", "full", "func", "get_default_device", "i8", "i16", "i32", "i64",
     "inspect", "kernel", "ndindex", "ones", "set_default_device", "sync", "u8",

@@ -68,10 +68,13 @@ def _encode_lowered(lowered) -> dict:
             lowered.epilogue),
         "result_type": None if lowered.result_type is None else lowered.result_type.name,
         "result_kind": lowered.result_kind,
+        "sites": [[x.owner, x.file, x.line, x.column, x.text, x.dims]
+                  for x in lowered.sites],
     }
 
 
 def _decode_lowered(meta: dict):
+    from ..lang.lower.bounds import Site
     from ..lang.lower.kernel import Lowered
     from ..types import scalar_type
     epilogue = meta["epilogue"]
@@ -79,7 +82,7 @@ def _decode_lowered(meta: dict):
                    None if epilogue is None else serialize.decode(epilogue),
                    None if meta["result_type"] is None else scalar_type(
                        meta["result_type"]),
-                   meta["result_kind"])
+                   meta["result_kind"], tuple(Site(*x) for x in meta["sites"]))
 
 
 # -- variants ---------------------------------------------------------------------

@@ -55,10 +55,30 @@ class DimSize(Expr):
 
 @node
 class Load(Expr):
-    """``array[index]`` with a flat element index."""
+    """``array[index]`` with a flat element index.
+
+    ``checked`` (debug mode): the index comes from a :class:`BoundsCheck` and a
+    negative one means "out of bounds": the load yields zero instead.
+    """
 
     array: str = attr()
     index: Expr = operand()
+    checked: bool = attr(default=False)
+
+
+@node
+class BoundsCheck(Expr):
+    """Debug mode: the flat index of one access, or -1 when any index is outside
+    its extent, after recording the violation in the ``errors`` array.
+
+    ``site`` numbers the access in the kernel's table of access sites (file,
+    line, the access as written); ``extents`` are run-time values.
+    """
+
+    site: int = attr()
+    errors: str = attr()
+    indices: tuple = operand()
+    extents: tuple = operand()
 
 
 # -- arithmetic ---------------------------------------------------------------
@@ -379,6 +399,7 @@ class Atomic(Expr):
     array: str = attr()
     index: Expr = operand()
     value: Expr = operand()
+    checked: bool = attr(default=False)
 
 
 @node

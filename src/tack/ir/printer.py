@@ -46,6 +46,13 @@ def _load(e: E.Load) -> str:
     return f"{e.array}[{expr_text(e.index)}]"
 
 
+@expr_text.register(E.BoundsCheck)
+def _bounds(e: E.BoundsCheck) -> str:
+    indices = ", ".join(expr_text(i) for i in e.indices)
+    extents = ", ".join(expr_text(x) for x in e.extents)
+    return f"checked#{e.site}([{indices}] < [{extents}])"
+
+
 @expr_text.register(E.BinaryOp)
 def _binary(e: E.BinaryOp) -> str:
     symbol = _SYMBOLS.get(type(e))

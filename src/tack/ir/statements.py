@@ -30,11 +30,13 @@ class Assign(Stmt):
 
 @node
 class Store(Stmt):
-    """``array[index] = value`` with a flat index."""
+    """``array[index] = value`` with a flat index (skipped when ``checked`` and
+    the index is negative: see :class:`~tack.ir.expressions.BoundsCheck`)."""
 
     array: str = attr()
     index: Expr = operand()
     value: Expr = operand()
+    checked: bool = attr(default=False)
 
 
 @node

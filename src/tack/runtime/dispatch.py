@@ -132,11 +132,12 @@ class Bound:
     """
 
     __slots__ = ("kernel", "device", "default", "backend", "specs", "epilogue",
-                 "programs", "source", "run")
+                 "debug", "programs", "source", "run")
 
     def __init__(self, kernel, device, default, specs, template, epilogue=False,
-                 result=None):
+                 result=None, debug=False):
         self.kernel = kernel
+        self.debug = debug
         self.device = device
         self.default = default
         self.backend = device.backend
@@ -152,7 +153,7 @@ class Bound:
 
     def program(self, disjoint: bool) -> BoundProgram:
         variant = self.kernel._variant(self.backend, self.specs, disjoint,
-                                       self.epilogue)
+                                       self.epilogue, self.debug)
         bound = self.programs[disjoint] = BoundProgram(variant, self.backend)
         return bound
 
@@ -162,9 +163,10 @@ class ResultReader:
 
     __slots__ = ("inner", "device", "dtype", "kind")
 
-    def __init__(self, kernel, device, specs, template, dtype, kind):
+    def __init__(self, kernel, device, specs, template, dtype, kind, debug=False):
         full = specs + (ArgSpec(dtype, (1,), "array"),)
-        self.inner = Bound(kernel, device, device, full, template, epilogue=True)
+        self.inner = Bound(kernel, device, device, full, template, epilogue=True,
+                           debug=debug)
         self.device = device
         self.dtype = dtype
         self.kind = kind

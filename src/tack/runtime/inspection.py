@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir.cost import iteration_cost
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.printer import format_function
+from .debug import debug_enabled, hidden_arrays
 from .device import get_default_device
 from .dispatch import arrays_disjoint, classify, placement
 from .kernel import Kernel
@@ -24,11 +25,15 @@ def inspect(kernel, *args, mode: str = "source") -> str:
     if mode not in MODES:
         raise ValueError(f"Unknown inspect mode: {mode!r}. Use 'ir', 'source', "
                          f"'optimized', or 'cost'.")
-    template = kernel.get_ir().kernel
-    if len(args) != len(template.params):
-        raise TypeError(f"Kernel '{kernel.name}' expects {len(template.params)} "
+    debug = debug_enabled()
+    template = kernel.get_ir(debug).kernel
+    hidden = 2 if debug else 0
+    if len(args) != len(template.params) - hidden:
+        raise TypeError(f"Kernel '{kernel.name}' expects {len(template.params) - hidden} "
                         f"arguments, got {len(args)}")
     device = placement(kernel.name, args, get_default_device())
+    if debug:  # show the bounds-checked code a debug launch runs
+        args = tuple(args) + hidden_arrays(template, args, device)
     backend = device.backend
     specs = classify(kernel.name, template.params, args)
     arrays = [a for a, s in zip(args, specs) if s.is_array]

@@ -33,7 +33,74 @@ def _name(e: E.Name, em):
 
 @emit.register(E.Load)
 def _load(e: E.Load, em):
-    return em.builder.load(em.element_pointer(e.array, value(e.index, em)))
+    index = value(e.index, em)
+    if not e.checked:
+        return em.builder.load(em.element_pointer(e.array, index))
+    zero = ir.Constant(llvm_type(e.dtype), 0)
+    return guarded(em, index, lambda: em.builder.load(em.element_pointer(e.array, index)),
+                   zero)
+
+
+def guarded(em, index, emit_access, zero=None):
+    """Run ``emit_access`` only when ``index >= 0`` (debug mode); a skipped
+    access's value is ``zero``."""
+    b = em.builder
+    start = b.block
+    run, done = em.block("access.run"), em.block("access.done")
+    b.cbranch(b.icmp_signed(">=", index, ir.Constant(index.type, 0)), run, done)
+    b.position_at_end(run)
+    result = emit_access()
+    run_end = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    if zero is None:
+        return None
+    phi = b.phi(zero.type)
+    phi.add_incoming(result, run_end)
+    phi.add_incoming(zero, start)
+    return phi
+
+
+@emit.register(E.BoundsCheck)
+def _bounds_check(e: E.BoundsCheck, em):
+    """The flat index, or -1 after recording the first failing dimension in
+    ``errors`` = [count, site, index, dimension, extent]."""
+    b = em.builder
+    indices = [value(i, em) for i in e.indices]
+    extents = [value(x, em) for x in e.extents]
+    inside = [b.icmp_unsigned("<", i, x) for i, x in zip(indices, extents)]
+    flat = indices[0]
+    for i, x in zip(indices[1:], extents[1:]):
+        flat = b.add(b.mul(flat, x), i)
+    all_inside = inside[0]
+    for ok in inside[1:]:
+        all_inside = b.and_(all_inside, ok)
+    start = b.block
+    bad, record, join, done = (em.block(n) for n in
+                               ("bounds.bad", "bounds.record", "bounds.join", "bounds.done"))
+    b.cbranch(all_inside, done, bad)
+    b.position_at_end(bad)
+    dim, index, extent = (ir.Constant(I64, 0), indices[0], extents[0])
+    for d in range(len(indices) - 1, -1, -1):   # the first failing dimension wins
+        out = b.not_(inside[d])
+        dim = b.select(out, ir.Constant(I64, d), dim)
+        index = b.select(out, indices[d], index)
+        extent = b.select(out, extents[d], extent)
+    errors = em.arrays[e.errors]
+    count = b.gep(errors, [ir.Constant(I64, 0)], inbounds=True)
+    before = b.atomic_rmw("add", count, ir.Constant(I64, 1), "monotonic")
+    b.cbranch(b.icmp_signed("==", before, ir.Constant(I64, 0)), record, join)
+    b.position_at_end(record)
+    for slot, v in ((1, ir.Constant(I64, e.site)), (2, index), (3, dim), (4, extent)):
+        b.store(v, b.gep(errors, [ir.Constant(I64, slot)], inbounds=True))
+    b.branch(join)
+    b.position_at_end(join)
+    b.branch(done)
+    b.position_at_end(done)
+    phi = b.phi(I64)
+    phi.add_incoming(flat, start)
+    phi.add_incoming(ir.Constant(I64, -1), join)
+    return phi
 
 
 # -- arithmetic ---------------------------------------------------------------
@@ -311,14 +378,20 @@ _ATOMIC_FLOAT = {E.AtomicAdd: "fadd", E.AtomicSub: "fsub", E.AtomicMin: "fmin",
 
 @emit.register(E.Atomic)
 def _atomic(e, em):
-    pointer = em.element_pointer(e.array, value(e.index, em))
+    index = value(e.index, em)
     operand = value(e.value, em)
     if e.dtype.is_float:
         op = _ATOMIC_FLOAT[type(e)]
     else:
         signed_op, unsigned_op = _ATOMIC_INT[type(e)]
         op = signed_op if e.dtype.is_signed else unsigned_op
-    return em.builder.atomic_rmw(op, pointer, operand, "monotonic")
+
+    def access():
+        pointer = em.element_pointer(e.array, index)
+        return em.builder.atomic_rmw(op, pointer, operand, "monotonic")
+    if not e.checked:
+        return access()
+    return guarded(em, index, access, ir.Constant(operand.type, 0))
 
 
 __all__ = ["emit", "value", "condition", "convert", "F64", "I32", "I64"]

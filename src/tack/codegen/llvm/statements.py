@@ -6,7 +6,7 @@ from llvmlite import ir
 
 from ...ir import statements as S
 from ...ir.registry import Registry
-from .expressions import condition, value
+from .expressions import condition, guarded, value
 from .types import F64, I64, I8
 
 emit_stmt = Registry("LLVM code generator")
@@ -24,8 +24,15 @@ def _assign(s: S.Assign, em):
 
 @emit_stmt.register(S.Store)
 def _store(s: S.Store, em):
-    pointer = em.element_pointer(s.array, value(s.index, em))
-    em.builder.store(value(s.value, em), pointer)
+    index = value(s.index, em)
+    stored = value(s.value, em)
+
+    def access():
+        em.builder.store(stored, em.element_pointer(s.array, index))
+    if s.checked:
+        guarded(em, index, access)
+    else:
+        access()
 
 
 @emit_stmt.register(S.ExprStmt)
@@ -63,7 +70,8 @@ def _while(s: S.While, em):
 
 @emit_stmt.register(S.SeqFor)
 def _seq_for(s: S.SeqFor, em):
-    """A counted loop; the step's sign picks the comparison (Python's range)."""
+    """A counted loop; the step's sign picks the comparison, and a step past the
+    type's limits ends the loop (Python's range)."""
     b = em.builder
     dtype = em.dtypes[s.var]
     start, stop, step = (value(x, em) for x in (s.start, s.stop, s.step))
@@ -88,9 +96,26 @@ def _seq_for(s: S.SeqFor, em):
     em.loops.pop()
     em.branch_if_open(latch)
     b.position_at_end(latch)
-    b.store(b.add(b.load(current), step), current)
-    b.branch(head)
+    following, overflow = _next_value(em, dtype, b.load(current), step, s.step)
+    b.store(following, current)
+    b.cbranch(overflow, done, head)  # past the type's range is past ``stop`` too
     b.position_at_end(done)
+
+
+def _next_value(em, dtype, now, step, step_node):
+    """``(now + step, whether the true sum leaves the type)``, as Python's range
+    never wraps around."""
+    b = em.builder
+    if dtype.is_signed:
+        name, operand = "llvm.sadd.with.overflow", step
+    elif _constant_sign(step_node) == -1:  # a negative literal step, stored wrapped
+        name, operand = "llvm.usub.with.overflow", b.neg(step)
+    else:
+        name, operand = "llvm.uadd.with.overflow", step
+    pair = ir.LiteralStructType([now.type, ir.IntType(1)])
+    fn = em.external(f"{name}.i{dtype.bits}", ir.FunctionType(pair, [now.type] * 2))
+    result = b.call(fn, [now, operand])
+    return b.extract_value(result, 0), b.extract_value(result, 1)
 
 
 def _constant_sign(step):

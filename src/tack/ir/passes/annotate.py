@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ... import types as T
 from ..expressions import (
-    Abs, And, Atomic, BinaryOp, Cast, Ceil, Compare, Const, DimSize, Expr,
+    Abs, And, Atomic, BinaryOp, BoundsCheck, Cast, Ceil, Compare, Const, DimSize, Expr,
     FloatCast, Floor, FloorDiv, Invert, IsFinite, IsInf, IsNan, Load, LShift,
     MathBinary, MathUnary, Max, Min, Mod, Name, Neg, Not, Or, Pow, RShift,
     BitAnd, BitOr, BitXor, Select, Str, TrueDiv)
@@ -107,6 +107,13 @@ def _load(e: Load, ctx):
     index, _ = annotate(e.index, ctx)
     dtype = ctx.params[e.array].dtype
     return e.replace(index=_cast(index, T.i64), dtype=dtype), T.Typed(dtype)
+
+
+@_typed.register(BoundsCheck)
+def _bounds(e: BoundsCheck, ctx):
+    indices = tuple(_cast(annotate(i, ctx)[0], T.i64) for i in e.indices)
+    extents = tuple(_cast(annotate(x, ctx)[0], T.i64) for x in e.extents)
+    return e.replace(indices=indices, extents=extents, dtype=T.i64), T.Typed(T.i64)
 
 
 # -- arithmetic ---------------------------------------------------------------

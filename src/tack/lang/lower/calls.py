@@ -129,7 +129,7 @@ class CallLowering:
 
     def builtin_len(self, node):
         self.arity(node, "len", 1)
-        return E.DimSize(self.array_name(node.args[0]), 0, span=self.scope.span(node))
+        return self.extent(self.array_name(node.args[0]), 0, self.scope.span(node))
 
     def atomic(self, kind, node):
         self.arity(node, _spelled(node.func), 3)
@@ -137,5 +137,5 @@ class CallLowering:
         index = node.args[1]
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
         values = self.ordered(parts + [node.args[2]])
-        flat = self.linearize(array, values[:-1], node)
-        return kind(array, flat, values[-1], span=self.scope.span(node))
+        flat = self.access_index(array, values[:-1], node)
+        return kind(array, flat, values[-1], self.debug, span=self.scope.span(node))

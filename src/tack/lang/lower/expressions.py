@@ -107,14 +107,14 @@ class ExpressionLowering:
 
     def flat_index(self, array: str, index: ast.expr, node) -> E.Expr:
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        return self.linearize(array, self.ordered(parts), node)
+        return self.access_index(array, self.ordered(parts), node)
 
     def linearize(self, array: str, values, node) -> E.Expr:
         """Row-major flat index: ``(i * D1 + j) * D2 + k``."""
         span = self.scope.span(node)
         flat = values[0]
         for dim, value in enumerate(values[1:], start=1):
-            flat = E.Add(E.Mul(flat, E.DimSize(array, dim, span=span), span=span),
+            flat = E.Add(E.Mul(flat, self.extent(array, dim, span), span=span),
                          value, span=span)
         return flat
 
@@ -124,7 +124,7 @@ class ExpressionLowering:
             return self.shape_dim(value.value, node.slice, node)
         array = self.array_name(value)
         index = self.flat_index(array, node.slice, node)
-        return E.Load(array, index, span=self.scope.span(node))
+        return E.Load(array, index, self.debug, span=self.scope.span(node))
 
     def shape_dim(self, array_node, index, node) -> E.Expr:
         array = self.array_name(array_node)
@@ -132,7 +132,7 @@ class ExpressionLowering:
                 and index.value >= 0):
             raise self.scope.unsupported("shape index that is not a non-negative "
                                          "integer literal", node)
-        return E.DimSize(array, index.value, span=self.scope.span(node))
+        return self.extent(array, index.value, self.scope.span(node))
 
     # -- operators --------------------------------------------------------------
     def expr_BinOp(self, node: ast.BinOp) -> E.Expr:

@@ -21,6 +21,7 @@ from ..bindings import Intrinsic
 from ..names import NameAllocator, names_in
 from ..validate import find_parallel_loop, validate_source
 from .arrays import array_uses
+from .bounds import ERRORS, EXTENTS, SLOTS, BoundsLowering
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .inline import InlineLowering
@@ -40,12 +41,17 @@ class Lowered:
     epilogue: Optional[S.Function]
     result_type: Optional[T.ScalarType]
     result_kind: Optional[str]  # "int", "float", "bool" for the Python value
+    sites: tuple = ()           # debug mode: the checked access sites
 
 
-class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowering):
-    def __init__(self, source, fn):
+class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowering,
+              BoundsLowering):
+    def __init__(self, source, fn, debug=False):
         self.source = source
         self.fn = fn
+        self.debug = debug
+        self.sites: list = []
+        self.extent_slots: dict = {}
         self.names = NameAllocator(names_in(source.tree))
         self.pre: list = []
         self.active: set = set()
@@ -65,6 +71,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         self.array_params = {p.name for p in params if p.is_array}
         self.scalar_params = {p.name for p in params if not p.is_array}
         scope.arrays = {name: name for name in self.array_params}
+        if self.debug:
+            params = self.hidden_params(params)
         preamble, loop_node = self.split_body(tree)
         pre_ir = self.block(preamble)
         scope.check_outside_loop(pre_ir)
@@ -72,8 +80,16 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         kernel = S.Function(self.source.name, params, pre_ir + (loop,),
                             span=self.source.span(tree))
         if returned is None:
-            return Lowered(kernel, None, None, None)
+            return Lowered(kernel, None, None, None, tuple(self.sites))
         return self.epilogue(tree, returned, kernel, pre_ir)
+
+    def hidden_params(self, params) -> tuple:
+        """Debug mode: slots in the extents array, and the two hidden arrays."""
+        arrays = [p.name for p in params if p.is_array]
+        self.extent_slots = {name: k * SLOTS for k, name in enumerate(arrays)}
+        span = self.source.span(self.source.tree)
+        return params + (S.Param(ERRORS, is_array=True, ndim=1, span=span),
+                         S.Param(EXTENTS, is_array=True, ndim=1, span=span))
 
     def param(self, arg: ast.arg, uses) -> S.Param:
         span = self.source.span(arg)
@@ -122,7 +138,11 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         self.arity(node.iter, "range", 1, 3)
         args = node.iter.args
         saved, self.pre = self.pre, []
-        values = self.ordered(args)
+        self.host_context = True
+        try:
+            values = self.ordered(args)
+        finally:
+            self.host_context = False
         if self.pre:
             raise scope.unsupported("device function call in the parallel loop's "
                                     "range", node.iter)
@@ -162,7 +182,11 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             raise scope.unsupported("tack.ndindex() with 4 or more dimensions (not "
                                     "built yet)", node)
         saved, self.pre = self.pre, []
-        extents = self.ordered(args)
+        self.host_context = True
+        try:
+            extents = self.ordered(args)
+        finally:
+            self.host_context = False
         if self.pre:
             raise scope.unsupported("device function call in tack.ndindex()", node.iter)
         self.pre = saved
@@ -195,6 +219,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             self.pre = saved
             self.scope.loops.pop()
         rspan = self.source.span(returned)
+        _check_returned_names(self.scope, kernel, pre_ir, body, value, returned)
         zero = E.Const(0, span=rspan)
         store = S.Store(RESULT_PARAM, zero, E.Cast(value, result_type, span=rspan),
                         span=rspan)
@@ -204,7 +229,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         result = S.Param(RESULT_PARAM, is_array=True, ndim=1, span=rspan)
         epilogue = S.Function(self.source.name + "__result", kernel.params + (result,),
                               pre_ir + (loop,), span=kernel.span)
-        return Lowered(kernel, epilogue, result_type, kind)
+        return Lowered(kernel, epilogue, result_type, kind, tuple(self.sites))
 
     def result_type(self, annotation):
         target = self.scope.bindings.resolve(annotation)
@@ -218,6 +243,25 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             return target, "float" if target.is_float else "int"
         raise self.scope.unsupported("return annotation (use int, float, bool or a "
                                      "tack scalar type)", annotation)
+
+
+def _check_returned_names(scope, kernel, pre_ir, body, value, node) -> None:
+    """The epilogue runs after the loop: it sees parameters and names bound
+    before the loop, not the loop's own names."""
+    bound = {p.name for p in kernel.params}
+    for stmt in pre_ir + body:
+        for sub in walk(stmt):
+            if isinstance(sub, S.Assign):
+                bound.add(sub.target)
+            elif isinstance(sub, S.SeqFor):
+                bound.add(sub.var)
+    for root in body + (value,):
+        for sub in walk(root):
+            if isinstance(sub, E.Name) and sub.id not in bound:
+                raise scope.error(
+                    NameError, f"the returned value uses '{sub.id}', which is bound "
+                    f"only inside the parallel loop (a return can use parameters, "
+                    f"arrays and names bound before the loop)", node)
 
 
 def _split_result(tree: ast.FunctionDef):
@@ -251,6 +295,7 @@ def _single_definitions(pre_ir) -> dict:
     return {name: values[name] for name, n in counts.items() if n == 1}
 
 
-def lower_kernel(source, fn) -> Lowered:
-    """Validate and lower a kernel's source (spec stage 3b-3d)."""
-    return Lowerer(source, fn).lower()
+def lower_kernel(source, fn, debug: bool = False) -> Lowered:
+    """Validate and lower a kernel's source (spec stage 3b-3d); ``debug`` makes
+    the bounds-checked template (see ``bounds.py``)."""
+    return Lowerer(source, fn, debug).lower()

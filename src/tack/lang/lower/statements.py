@@ -99,7 +99,7 @@ class StatementLowering:
                 raise scope.unsupported("assignment to an array's shape", node)
             array = self.array_name(target.value)
             index = self.flat_index(array, target.slice, target)
-            return [S.Store(array, index, value, span=span)]
+            return [S.Store(array, index, value, self.debug, span=span)]
         if isinstance(target, ast.Tuple):
             raise scope.unsupported("nested tuple unpacking", node)
         raise scope.unsupported(f"assignment to {type(target).__name__}", node)
@@ -120,11 +120,12 @@ class StatementLowering:
             index = self.captured(self.flat_index(array, target.slice, target), "index")
             mark = len(self.pre)
             value = self.expr(node.value)
-            current = E.Load(array, index, span=span)
+            current = E.Load(array, index, self.debug, span=span)
             if len(self.pre) > mark:  # read the element before an inlined call runs
                 current, assign = self.capture(current, "old")
                 self.pre.insert(mark, assign)
-            return [S.Store(array, index, kind(current, value, span=span), span=span)]
+            return [S.Store(array, index, kind(current, value, span=span), self.debug,
+                            span=span)]
         raise self.scope.unsupported(f"augmented assignment to "
                                      f"{type(target).__name__}", node)
 
