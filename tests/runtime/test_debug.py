@@ -1,0 +1,167 @@
+"""Debug mode: every access bounds-checked, the first violation raised as IndexError."""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import tack
+
+
+@pytest.fixture
+def debug():
+    tack.set_debug(True)
+    yield
+    tack.set_debug(False)
+
+
+@tack.func
+def shifted(a, i):
+    return a[i + 1]
+
+
+@tack.kernel
+def read_next(a, out):
+    for i in range(len(out)):
+        out[i] = shifted(a, i)
+
+
+@tack.kernel
+def write_past(out, extra):
+    for i in range(len(out) + extra):
+        out[i] = 1.0
+
+
+@tack.kernel
+def grid_read(g, out):
+    for i in range(len(out)):
+        out[i] = g[i, i + 2]
+
+
+@tack.kernel
+def bump(counts, keys):
+    for i in range(len(keys)):
+        tack.atomic_add(counts, keys[i], 1)
+
+
+@tack.kernel
+def first_of(a) -> float:
+    for i in range(len(a)):
+        a[i] = a[i] + 1.0
+    return a[len(a)]
+
+
+def test_load_out_of_bounds_names_the_access(debug):
+    a = tack.arange(10, dtype=tack.f32)
+    out = tack.zeros(10)
+    message = ("Kernel 'read_next': index 10 is out of bounds (extent 10) in a[i + 1] "
+               "in device function 'shifted' at ")
+    with pytest.raises(IndexError, match=re.escape(message)) as info:
+        read_next(a, out)
+    assert f"{__file__}, line 24, column 12" in str(info.value)
+    # the bad load gave 0, the rest ran
+    np.testing.assert_array_equal(out.numpy(), list(range(1, 10)) + [0])
+
+
+def test_stores_are_skipped_and_counted(debug):
+    out = tack.zeros(4)
+    with pytest.raises(IndexError, match=r"index 4 is out of bounds \(extent 4\) in "
+                                         r"out\[i\] at .*; 2 more out-of-bounds accesses "
+                                         r"were skipped"):
+        write_past(out, 3)
+    np.testing.assert_array_equal(out.numpy(), [1, 1, 1, 1])
+
+
+def test_dimension_is_named_for_multi_dimensional_access(debug):
+    g = tack.zeros((5, 4))
+    with pytest.raises(IndexError, match=r"index 4 is out of bounds in dimension 1 "
+                                         r"\(extent 4\) in g\[i, i \+ 2\]"):
+        grid_read(g, tack.zeros(3))
+
+
+def test_atomic_targets_are_checked(debug):
+    counts = tack.zeros(3, tack.i32)
+    keys = tack.array(np.array([0, 2, 5, 1, 2], np.int32))
+    with pytest.raises(IndexError, match=r"index 5 is out of bounds \(extent 3\) in "
+                                         r"counts\[keys\[i\]\]"):
+        bump(counts, keys)
+    np.testing.assert_array_equal(counts.numpy(), [1, 1, 2])
+
+
+def test_returned_value_is_checked(debug):
+    with pytest.raises(IndexError, match=r"in a\[len\(a\)\]"):
+        first_of(tack.zeros(3))
+
+
+def test_in_bounds_launches_are_silent_and_correct(debug):
+    a = tack.arange(11, dtype=tack.f32)
+    out = tack.zeros(10)
+    read_next(a, out)
+    np.testing.assert_array_equal(out.numpy(), np.arange(1, 11))
+
+
+def test_no_variant_per_length(debug):
+    grid_read(tack.zeros((5, 7)), tack.zeros(5))
+    before = len(grid_read._variants)
+    for rows in (6, 9, 13):
+        grid_read(tack.zeros((rows, rows + 2)), tack.zeros(rows))
+    assert len(grid_read._variants) == before
+
+
+def test_threads_report_their_own_violations(debug):
+    results = {}
+
+    def run(name, n):
+        try:
+            write_past(tack.zeros(n), 1)
+        except IndexError as exc:
+            results[name] = str(exc)
+
+    threads = [threading.Thread(target=run, args=(k, 3 + k)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        assert f"index {3 + k} is out of bounds (extent {3 + k})" in results[k]
+
+
+def test_inspect_shows_the_checks(debug):
+    text = tack.inspect(read_next, tack.zeros(3), tack.zeros(2), mode="ir")
+    assert "checked#0" in text and "__tack_errors__" in text
+
+
+def test_turning_it_off_stops_checking():
+    tack.set_debug(True)
+    tack.set_debug(False)
+    assert not tack.debug_enabled()
+    out = tack.zeros(10)
+    read_next(tack.arange(11, dtype=tack.f32), out)  # in bounds: plain variant
+    np.testing.assert_array_equal(out.numpy(), np.arange(1, 11))
+
+
+def test_tack_debug_environment_variable(tmp_path):
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import tack\n"
+        "@tack.kernel\n"
+        "def k(a):\n"
+        "    for i in range(len(a)):\n"
+        "        a[i + 1] = 0\n"
+        "print(tack.debug_enabled())\n"
+        "try:\n"
+        "    k(tack.zeros(2))\n"
+        "except IndexError as e:\n"
+        "    print('IndexError', e)\n")
+    env = dict(os.environ, TACK_DEBUG="1")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.stdout.startswith("True\nIndexError Kernel 'k': index 2 is out of bounds")
+    env["TACK_DEBUG"] = "off"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.stdout.startswith("False\n")
