@@ -98,9 +98,7 @@ class Array:
         return values if dtype is None else values.astype(dtype, copy=False)
 
     def __getitem__(self, key):
-        if key == () and isinstance(key, tuple):
-            self._device.backend.synchronize()
-            return np.array(self._view()[()])
+        # a[()] of a 0-d array is the empty index: one integer per dimension.
         index = key if isinstance(key, tuple) else (key,)
         if len(index) != len(self._shape) or not all(_is_int(i) for i in index):
             raise TypeError(f"a tack.Array is read on the host with one integer per "
@@ -133,7 +131,8 @@ class Array:
         exact.fill(value)
         if self.nbytes >= FILL_KERNEL_BYTES:
             from .host_kernels import fill_value
-            fill_value(self._flat(), exact[()])
+            with self._device:  # host operations run on the array's device
+                fill_value(self._flat(), exact[()])
         else:
             self._device.backend.synchronize()
             self._view().fill(exact)
@@ -180,7 +179,8 @@ class Array:
         from .creation import empty
         from .host_kernels import copy_convert
         out = empty(self._shape, T.as_scalar_type(dtype), device=self._device)
-        copy_convert(self._flat(), out._flat())
+        with self._device:
+            copy_convert(self._flat(), out._flat())
         return out
 
     def to_device(self, device) -> "Array":

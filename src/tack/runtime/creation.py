@@ -62,8 +62,8 @@ def _scalar_dtype(value) -> T.ScalarType:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError("Tack has no boolean arrays; pass dtype=tack.i32 or convert "
                         "the values to integers")
-    if isinstance(value, (int, np.integer)) and not isinstance(value, np.integer):
-        return T.i32 if -(1 << 31) <= value < (1 << 31) else T.i64
+    if isinstance(value, int):
+        return T.int_type_for(value)
     if isinstance(value, np.generic):
         return T.from_numpy(value.dtype)
     if isinstance(value, float):
@@ -96,7 +96,9 @@ def _host_values(obj, dtype) -> np.ndarray:
     if kind in "iu":
         if values.size == 0 or (values.min() >= -(1 << 31) and values.max() < (1 << 31)):
             return values.astype(np.int32)
-        return values.astype(np.int64)
+        if values.max() < (1 << 63):
+            return values.astype(np.int64)
+        return values  # uint64: values past the i64 range, as for kernel scalars
     T.from_numpy(values.dtype)
     return values
 

@@ -216,7 +216,7 @@ def _check(tensor: DLTensor) -> tuple:
         raise TypeError(f"DLPack dtype (code {tensor.dtype.code}, {tensor.dtype.bits} "
                         f"bits) has no Tack type")
     shape = tuple(tensor.shape[k] for k in range(tensor.ndim))
-    if tensor.strides:
+    if tensor.strides and 0 not in shape:  # an empty tensor's strides say nothing
         expected, step = [], 1
         for extent in reversed(shape):
             expected.append(step)

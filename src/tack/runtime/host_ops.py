@@ -31,7 +31,8 @@ def copyto(a, src) -> None:
             raise ValueError(f"copyto() into an array whose values have shape "
                              f"{a.shape}: cannot broadcast shape {src.shape}")
         from .host_kernels import copy_convert
-        copy_convert(src._flat(), a._flat())
+        with a.device:  # host operations run on the array's device
+            copy_convert(src._flat(), a._flat())
         return
     values = np.asarray(src, dtype=a.dtype.numpy)
     try:
@@ -62,10 +63,11 @@ def concat(arrays) -> Array:
     from .host_kernels import copy_into
     out = empty(sum(a.size for a in arrays), first.dtype, device=first.device)
     offset = 0
-    for a in arrays:
-        if a.size:
-            copy_into(a._flat(), out, offset)
-        offset += a.size
+    with first.device:
+        for a in arrays:
+            if a.size:
+                copy_into(a._flat(), out, offset)
+            offset += a.size
     return out
 
 

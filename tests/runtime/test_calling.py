@@ -1,0 +1,192 @@
+"""Spec 003, Calling a kernel: argument kinds, scalar typing, rejected calls.
+
+Scalar types are observed through what a kernel computes with them: ``v * 2``
+wraps at 32 bits for an i32 scalar, and a float scalar stored into an f64
+array keeps or loses binary64 precision.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import tack
+
+
+@tack.kernel
+def store(out, value):
+    for i in range(len(out)):
+        out[i] = value
+
+
+@tack.kernel
+def store_twice(out, value):
+    for i in range(len(out)):
+        out[i] = value * 2
+
+
+@tack.kernel
+def scaled(ref, out, x):
+    for i in range(len(out)):
+        out[i] = x * 1e9
+
+
+@tack.kernel
+def total(a, acc) -> float:
+    for i in range(len(a)):
+        tack.atomic_add(acc, 0, a[i])
+    return acc[0]
+
+
+@tack.kernel
+def count(a, acc) -> int:
+    for i in range(len(a)):
+        tack.atomic_add(acc, 0, 1)
+    return acc[0]
+
+
+# -- int, bool and NumPy integers: i32 if it fits, else i64, else u64 ---------------------------
+
+@pytest.mark.parametrize("value,expected", [
+    (2 ** 30, -(2 ** 31)),                  # i32: the doubling wraps
+    (-(2 ** 31), 0),                        # i32
+    (2 ** 31 - 1, -2),                      # i32
+    (2 ** 31, 2 ** 32),                     # i64
+    (-(2 ** 31) - 1, -(2 ** 32) - 2),       # i64
+    (np.int64(2 ** 30), -(2 ** 31)),        # NumPy integers go by value, not dtype
+    (np.uint64(2 ** 40), 2 ** 41),
+    (np.int8(-3), -6),
+    (True, 2), (False, 0),                  # bool is an int
+])
+def test_integer_scalars_take_the_smallest_fitting_type(value, expected):
+    out = tack.zeros(3, tack.i64)
+    store_twice(out, value)
+    assert out.numpy().tolist() == [expected] * 3
+
+
+def test_integers_past_i64_are_u64():
+    out = tack.zeros(2, tack.u64)
+    store(out, 2 ** 64 - 1)
+    assert out[0] == 2 ** 64 - 1
+    store_twice(out, 2 ** 63 + 5)
+    assert out[1] == 10  # u64 arithmetic wraps modulo 2**64
+    store(out, np.uint64(2 ** 63))
+    assert out[0] == 2 ** 63
+
+
+@pytest.mark.parametrize("value", [2 ** 64, -(2 ** 63) - 1, 10 ** 30])
+def test_integers_outside_64_bits_raise_type_error(value):
+    out = tack.zeros(2, tack.i64)
+    with pytest.raises(TypeError, match=re.escape(
+            f"Kernel 'store': integer {value} is outside the 64-bit range")):
+        store(out, value)
+    assert not out.numpy().any()
+
+
+# -- float and NumPy floating: f64 with an f64 array, else f32 --------------------------------------
+
+F32_THIRD = int(np.float32(1 / 3) * np.float32(1e9))   # 333333344
+F64_THIRD = int(1 / 3 * 1e9)                               # 333333333
+
+
+@pytest.mark.parametrize("ref,x,expected", [
+    (tack.f32, 1 / 3, F32_THIRD),
+    (tack.i32, 1 / 3, F32_THIRD),             # only integer arrays: f32
+    (tack.f64, 1 / 3, F64_THIRD),
+    (tack.f32, np.float64(1 / 3), F32_THIRD),  # NumPy float64 with f32 arrays: f32
+    (tack.f64, np.float32(1 / 3), int(float(np.float32(1 / 3)) * 1e9)),
+], ids=["f32", "i32", "f64", "np.float64-beside-f32", "np.float32-beside-f64"])
+def test_float_scalars_are_f64_only_beside_an_f64_array(ref, x, expected):
+    out = tack.zeros(1, tack.i64)
+    scaled(tack.zeros(1, ref), out, x)
+    assert out[0] == expected
+
+
+# -- what a call returns -----------------------------------------------------------------------
+
+def test_a_call_returns_none_or_the_annotated_return_value(rng):
+    host = rng.gen.integers(-100, 100, 1001).astype(np.float64)
+    assert store(tack.zeros(3), 1.0) is None
+    value = total(tack.array(host), tack.zeros(1, tack.f64))
+    assert type(value) is float and value == float(host.sum()), rng
+    n = count(tack.array(host), tack.zeros(1, tack.i64))
+    assert type(n) is int and n == 1001
+
+
+# -- rejected calls -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value,name", [
+    ("1", "str"), (None, "NoneType"), ([1], "list"), ((1,), "tuple"), (1 + 2j, "complex"),
+    (np.zeros(3), "ndarray"), (np.bool_(True), "bool"), (np.complex64(1), "complex64"),
+    (tack.f32, "ScalarType"), ({}, "dict"), (object(), "object"),
+])
+def test_unsupported_argument_types_raise_type_error(value, name):
+    out = tack.full(2, 7, tack.i32)
+    with pytest.raises(TypeError, match=re.escape(
+            f"Kernel 'store': Unsupported argument type for parameter 'value': {name}")
+    ) as info:
+        store(out, value)
+    assert str(info.value).count("Kernel 'store'") == 1
+    assert out.numpy().tolist() == [7, 7]
+
+
+def test_keyword_arguments_are_rejected():
+    out = tack.full(2, 7, tack.i32)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Kernel 'store' failed on CPUBackend: Keyword arguments not supported in "
+            "kernels")) as info:
+        store(out, value=1)
+    assert isinstance(info.value.__cause__, NotImplementedError)
+    with pytest.raises(RuntimeError, match=re.escape("Keyword arguments not supported")):
+        store(out=out, value=1)
+    assert out.numpy().tolist() == [7, 7]
+
+
+@pytest.mark.parametrize("args", [(), ("out",), ("out", 1, 2)])
+def test_a_wrong_argument_count_raises_type_error(args):
+    out = tack.full(2, 7, tack.i32)
+    args = tuple(out if a == "out" else a for a in args)
+    with pytest.raises(TypeError, match=re.escape(
+            f"Kernel 'store' expects 2 arguments, got {len(args)}")):
+        store(*args)
+    assert out.numpy().tolist() == [7, 7]
+
+
+def test_rejections_also_after_the_signature_is_warm():
+    out = tack.full(2, 7, tack.i32)
+    store(out, 3)
+    store(out, 3)
+    with pytest.raises(TypeError, match=re.escape("Unsupported argument type")):
+        store(out, "3")
+    with pytest.raises(TypeError, match=re.escape("expects 2 arguments, got 1")):
+        store(out)
+    with pytest.raises(TypeError, match=re.escape("outside the 64-bit range")):
+        store(out, 2 ** 64)
+    assert out.numpy().tolist() == [3, 3]
+
+
+# -- concurrency ----------------------------------------------------------------------------------
+
+def test_concurrent_calls_use_their_own_arguments():
+    outs = [tack.zeros(1000, tack.i64) for _ in range(4)]
+    errors = []
+
+    def worker(k):
+        try:
+            for round_ in range(50):
+                store(outs[k], k * 1000 + round_)
+                if outs[k].min() != outs[k].max() or outs[k][0] != k * 1000 + round_:
+                    errors.append((k, round_, outs[k][0]))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert [o[0] for o in outs] == [k * 1000 + 49 for k in range(4)]

@@ -1,0 +1,305 @@
+"""Spec 003, Devices: tack.device, tack.Device, device_count, the default device,
+``with d:``, tack.sync, tack.sync_async and Array.numpy_async.
+
+Only the CPU backend is part of this build, so every other type fails to start
+with a RuntimeError that names it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import tack
+
+OTHER_TYPES = ("cuda", "hip", "level_zero", "metal")
+
+
+@tack.kernel
+def add_one(a, out):
+    for i in range(len(out)):
+        out[i] = a[i] + 1
+
+
+# -- tack.device(spec, **options) ---------------------------------------------------
+
+def test_cpu_device_members():
+    d = tack.device()
+    assert d is tack.device("cpu")
+    assert (d.type, d.index) == ("cpu", 0)
+    assert str(d) == "cpu"
+    assert repr(d) == "Device('cpu')"
+    assert d.synchronize() is None
+
+
+def test_a_device_passed_as_spec_is_returned_as_it_is():
+    d = tack.device("cpu", num_threads=1)
+    assert tack.device(d) is d
+    assert tack.device(tack.device("cpu")) is tack.device("cpu")
+
+
+def test_options_with_a_device_raise_type_error():
+    with pytest.raises(TypeError, match=re.escape(
+            "options make a new device: pass a device spec, not a Device")):
+        tack.device(tack.device("cpu"), num_threads=2)
+
+
+@pytest.mark.parametrize("spec,name", [(3, "int"), (None, "NoneType"),
+                                       (b"cpu", "bytes"), (("cpu",), "tuple")])
+def test_spec_neither_string_nor_device_raises_type_error(spec, name):
+    with pytest.raises(TypeError, match=re.escape(
+            f"a device is a Device or a string such as 'cpu' or 'cuda:0', not {name}")):
+        tack.device(spec)
+
+
+@pytest.mark.parametrize("spec,type_", [("vulkan", "vulkan"), ("CPU", "CPU"),
+                                        ("", ""), ("opencl:0", "opencl")])
+def test_unknown_device_type_raises_value_error(spec, type_):
+    with pytest.raises(ValueError, match=re.escape(
+            f"Unknown device type: '{type_}'. Available: cpu, cuda, hip, level_zero, "
+            f"metal")):
+        tack.device(spec)
+
+
+@pytest.mark.parametrize("spec,fix", [
+    ("cpu:0", "write 'cpu'"), ("cpu:x", "write 'cpu'"), ("metal:0", "write 'metal'"),
+    ("cuda:x", "write 'cuda' or 'cuda:N'"), ("cuda:", "write 'cuda' or 'cuda:N'"),
+    ("hip:-1", "write 'hip' or 'hip:N'"),
+    ("level_zero:1.5", "write 'level_zero' or 'level_zero:N'"),
+])
+def test_number_on_cpu_or_metal_or_non_numeric_suffix_raises_value_error(spec, fix):
+    with pytest.raises(ValueError, match=re.escape(f"'{spec}' is not a device: {fix}")):
+        tack.device(spec)
+
+
+@pytest.mark.parametrize("options,named", [({"foo": 1}, "foo"),
+                                           ({"foo": 1, "bar": 2}, "bar, foo")])
+def test_option_not_in_device_options_raises_value_error(options, named):
+    with pytest.raises(ValueError, match=re.escape(
+            f"The 'cpu' device does not accept the option(s) {named}. "
+            f"Accepted: num_threads.")):
+        tack.device("cpu", **options)
+
+
+@pytest.mark.parametrize("spec", OTHER_TYPES + ("cuda:1", "level_zero:0"))
+def test_backend_not_in_this_build_cannot_start(spec):
+    type_ = spec.partition(":")[0]
+    with pytest.raises(RuntimeError, match=re.escape(
+            f"Cannot start the '{type_}' device: ")):
+        tack.device(spec)
+
+
+def test_a_backend_that_cannot_start_is_reported_before_its_options():
+    with pytest.raises(RuntimeError, match=re.escape("Cannot start the 'metal' device")):
+        tack.device("metal", num_threads=2)
+
+
+@pytest.mark.parametrize("value", ["abc", 2.0, True])
+def test_num_threads_must_be_an_integer(value):
+    with pytest.raises(ValueError, match=re.escape(
+            f"num_threads must be an integer, got {value!r}")):
+        tack.device("cpu", num_threads=value)
+
+
+# -- identity ------------------------------------------------------------------------
+
+def test_without_options_the_same_device_every_time():
+    assert tack.device("cpu") is tack.device("cpu")
+    assert tack.device("cpu") == tack.device("cpu")
+    assert hash(tack.device("cpu")) == hash(tack.device("cpu"))
+
+
+def test_with_options_every_call_makes_a_new_device():
+    plain = tack.device("cpu")
+    d1 = tack.device("cpu", num_threads=2)
+    d2 = tack.device("cpu", num_threads=2)
+    assert d1 is not d2
+    assert d1 != d2 and d1 != plain and d2 != plain
+    assert d1 == d1 and hash(d1) == hash(d1)
+    assert len({plain, d1, d2, tack.device("cpu")}) == 3
+    assert (d1.type, d1.index, str(d1), repr(d1)) == ("cpu", 0, "cpu", "Device('cpu')")
+    assert d1 != "cpu"
+
+
+def test_num_threads_option_sets_the_worker_count():
+    # backend.num_threads is internal; it is how the option is observable.
+    assert tack.device("cpu", num_threads=3).backend.num_threads == 3
+    assert tack.device("cpu", num_threads=1).backend.num_threads == 1
+    assert tack.device("cpu", num_threads=0).backend.num_threads == 1
+    assert tack.device("cpu", num_threads=-4).backend.num_threads == 1
+
+
+# -- with d: --------------------------------------------------------------------------
+
+def test_with_makes_the_default_and_nests():
+    outer = tack.get_default_device()
+    d1 = tack.device("cpu", num_threads=1)
+    d2 = tack.device("cpu", num_threads=2)
+    with d1 as entered:
+        assert entered is d1
+        assert tack.get_default_device() is d1
+        assert tack.zeros(3).device is d1
+        with d2:
+            assert tack.get_default_device() is d2
+            assert tack.empty(3).device is d2
+        assert tack.get_default_device() is d1
+    assert tack.get_default_device() is outer
+
+
+def test_with_restores_the_default_when_the_block_raises():
+    outer = tack.get_default_device()
+    d1 = tack.device("cpu", num_threads=1)
+    with pytest.raises(KeyError):
+        with d1:
+            raise KeyError("inside")
+    assert tack.get_default_device() is outer
+
+
+def test_with_applies_to_its_own_thread_only():
+    main_default = tack.get_default_device()
+    d1 = tack.device("cpu", num_threads=1)
+    d2 = tack.device("cpu", num_threads=2)
+    entered, release = threading.Event(), threading.Event()
+    seen = {}
+
+    def worker():
+        seen["before"] = tack.get_default_device()
+        with d2:
+            seen["inside"] = tack.get_default_device()
+            entered.set()
+            release.wait(10)
+        seen["after"] = tack.get_default_device()
+
+    with d1:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        assert entered.wait(10)
+        assert tack.get_default_device() is d1  # the other thread's block is not ours
+        release.set()
+        thread.join(10)
+    assert seen == {"before": main_default, "inside": d2, "after": main_default}
+    assert tack.get_default_device() is main_default
+
+
+# -- device_count -------------------------------------------------------------------------
+
+def test_device_count():
+    assert tack.device_count("cpu") == 1
+    for type_ in OTHER_TYPES:
+        assert tack.device_count(type_) == 0, type_
+
+
+@pytest.mark.parametrize("type_", ["vulkan", "cpu:0", 3])
+def test_device_count_of_an_unknown_type_raises_value_error(type_):
+    with pytest.raises(ValueError, match=re.escape(f"Unknown device type: '{type_}'.")):
+        tack.device_count(type_)
+
+
+# -- set_default_device / get_default_device -------------------------------------------------
+
+def test_set_default_device_returns_the_device_and_allocates_there():
+    assert tack.set_default_device("cpu") is tack.device("cpu")
+    assert tack.get_default_device() is tack.device("cpu")
+    d = tack.set_default_device("cpu", num_threads=1)
+    assert d != tack.device("cpu") and d.backend.num_threads == 1
+    assert tack.get_default_device() is d
+    assert tack.zeros(2).device is d
+    assert tack.set_default_device(d) is d
+
+
+def test_set_default_device_in_another_thread_is_process_wide():
+    d = tack.device("cpu", num_threads=1)
+    thread = threading.Thread(target=tack.set_default_device, args=(d,))
+    thread.start()
+    thread.join(10)
+    assert tack.get_default_device() is d
+
+
+def test_a_with_block_overrides_the_process_default():
+    d1 = tack.set_default_device("cpu", num_threads=1)
+    d2 = tack.device("cpu", num_threads=2)
+    with d2:
+        assert tack.get_default_device() is d2
+    assert tack.get_default_device() is d1
+
+
+def test_failed_set_default_device_keeps_the_previous_default():
+    previous = tack.set_default_device("cpu", num_threads=1)
+    with pytest.raises(RuntimeError, match=re.escape("Cannot start the 'cuda' device")):
+        tack.set_default_device("cuda")
+    with pytest.raises(ValueError, match=re.escape("Unknown device type: 'vulkan'")):
+        tack.set_default_device("vulkan")
+    with pytest.raises(TypeError, match=re.escape("options make a new device")):
+        tack.set_default_device(previous, num_threads=2)
+    assert tack.get_default_device() is previous
+
+
+def test_arrays_keep_their_device_across_a_switch_and_keep_working(rng):
+    cpu = tack.device("cpu")
+    tack.set_default_device(cpu)
+    host = rng.values(tack.i32, 101) // 2
+    a = tack.array(host)
+    d = tack.set_default_device("cpu", num_threads=1)
+    out = tack.empty(101, tack.i32)
+    assert a.device is cpu and out.device is d
+    add_one(a, out)
+    np.testing.assert_array_equal(out.numpy(), host + 1, err_msg=repr(rng))
+    tack.set_default_device(cpu)
+    add_one(out, a)
+    np.testing.assert_array_equal(a.numpy(), host + 2, err_msg=repr(rng))
+
+
+# -- TACK_NO_REINIT -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["1", "yes", "true", " On ", "TRUE", "anything"])
+def test_no_reinit_keeps_an_existing_default(monkeypatch, value):
+    current = tack.set_default_device("cpu", num_threads=1)
+    monkeypatch.setenv("TACK_NO_REINIT", value)
+    assert tack.set_default_device("cpu") is current
+    assert tack.set_default_device("cpu", num_threads=3) is current
+    # spec and options are not even validated
+    assert tack.set_default_device("vulkan") is current
+    assert tack.set_default_device("cpu", bogus=1) is current
+    assert tack.get_default_device() is current
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", " NO ", "Off", "  "])
+def test_no_reinit_off_values(monkeypatch, value):
+    tack.set_default_device("cpu", num_threads=1)
+    monkeypatch.setenv("TACK_NO_REINIT", value)
+    assert tack.set_default_device("cpu") is tack.device("cpu")
+    assert tack.get_default_device() is tack.device("cpu")
+
+
+# -- tack.sync, sync_async, numpy_async -----------------------------------------------------------
+
+def test_sync_waits_for_every_device(rng):
+    host = rng.values(tack.i32, 33) // 2
+    a, out = tack.array(host), tack.empty(33, tack.i32)
+    d = tack.device("cpu", num_threads=2)
+    b = tack.array(host, device=d)
+    add_one(a, out)
+    assert tack.sync() is None
+    assert d.synchronize() is None
+    np.testing.assert_array_equal(out.numpy(), host + 1, err_msg=repr(rng))
+    np.testing.assert_array_equal(b.numpy(), host, err_msg=repr(rng))
+
+
+def test_sync_async_and_numpy_async(rng):
+    host = rng.values(tack.i32, 7) // 2
+    a, out = tack.array(host), tack.empty(7, tack.i32)
+
+    async def main():
+        add_one(a, out)
+        await tack.sync_async()
+        return await out.numpy_async()
+
+    values = asyncio.run(main())
+    assert isinstance(values, np.ndarray)
+    np.testing.assert_array_equal(values, host + 1, err_msg=repr(rng))
+    values[0] = 12345  # numpy_async returns a copy, as numpy() does
+    assert out[0] == host[0] + 1

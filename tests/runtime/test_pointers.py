@@ -1,0 +1,173 @@
+"""Spec 003, Pointer interop: tack.array_from_ptr and tack.memory_space."""
+
+from __future__ import annotations
+
+import gc
+import re
+import weakref
+
+import numpy as np
+import pytest
+
+import tack
+
+READ_ONLY_HOST = ("{} on a read-only array (wrapped with writable=False or imported "
+                  "read-only)")
+READ_ONLY_KERNEL = ("Kernel '{}': parameter '{}' may be written, but its array is "
+                    "read-only. Pass a writable array (array_from_ptr(..., "
+                    "writable=True) or a copy).")
+
+
+@tack.kernel
+def store(out, value):
+    for i in range(len(out)):
+        out[i] = value
+
+
+@tack.kernel
+def copy_plus_one(src, out):
+    for i in range(len(out)):
+        out[i] = src[i] + 1
+
+
+@tack.kernel
+def count_into(counts, src):
+    for i in range(len(src)):
+        tack.atomic_add(counts, 0, src[i])
+
+
+@pytest.mark.parametrize("dtype", [tack.i8, tack.u16, tack.i64, tack.f32, tack.f64],
+                         ids=str)
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_wraps_an_address_without_copying(rng, dtype, n):
+    host = rng.values(dtype, n)
+    a = tack.array_from_ptr(host.ctypes.data, n, dtype)
+    b = tack.array_from_ptr(host, (n,), dtype)
+    for wrapped in (a, b):
+        assert wrapped.shape == (n,) and wrapped.dtype is dtype
+        assert not wrapped.writable
+        np.testing.assert_array_equal(wrapped.numpy(), host, err_msg=repr(rng))
+    if n:
+        host[0] = 42
+        assert a[0] == 42 and b[0] == 42  # the same memory, not a copy
+
+
+def test_shape_and_dtype_forms():
+    host = np.arange(12, dtype=np.int32)
+    a = tack.array_from_ptr(host, (3, 4), np.int32)
+    assert a.shape == (3, 4) and a.dtype is tack.i32 and a[2, 3] == 11
+    assert tack.array_from_ptr(host, 12, "int32").shape == (12,)
+    # fewer elements than the memory holds is fine; the view starts at ptr
+    assert tack.array_from_ptr(host.ctypes.data + 8, 2, tack.i32).numpy().tolist() == [2, 3]
+
+
+def test_read_only_by_default_on_the_host():
+    host = np.arange(5.0)
+    ro = tack.array_from_ptr(host, 5, tack.f64)
+    with pytest.raises(RuntimeError, match=re.escape(READ_ONLY_HOST.format("fill()"))):
+        ro.fill(1.0)
+    with pytest.raises(RuntimeError, match=re.escape(READ_ONLY_HOST.format("copyto()"))):
+        tack.copyto(ro, np.zeros(5))
+    big = np.zeros(70000, np.float32)  # the kernel fill refuses as well
+    with pytest.raises(RuntimeError, match=re.escape(READ_ONLY_HOST.format("fill()"))):
+        tack.array_from_ptr(big, big.size, tack.f32).fill(1.0)
+    assert not big.any()
+    np.testing.assert_array_equal(host, np.arange(5.0))
+
+
+def test_kernel_store_to_a_read_only_array_raises_before_launch(rng):
+    host = rng.values(tack.i32, 33)
+    expected = host.copy()
+    writable = tack.zeros(33, tack.i32)
+    store(writable, 5)  # warm the fast path for this kernel
+    ro = tack.array_from_ptr(host, 33, tack.i32)
+    for _ in range(2):  # the second call takes the fast path if one was cached
+        with pytest.raises(ValueError, match=re.escape(
+                READ_ONLY_KERNEL.format("store", "out"))):
+            store(ro, 7)
+        np.testing.assert_array_equal(host, expected, err_msg=repr(rng))
+    store(writable, 9)
+    assert writable.numpy().tolist() == [9] * 33
+
+
+def test_atomic_target_counts_as_written():
+    counts = tack.array_from_ptr(np.zeros(1, np.int32), 1, tack.i32)
+    src = tack.ones(4, tack.i32)
+    for _ in range(2):
+        with pytest.raises(ValueError, match=re.escape(
+                READ_ONLY_KERNEL.format("count_into", "counts"))):
+            count_into(counts, src)
+    assert counts[0] == 0
+
+
+def test_kernel_that_only_reads_a_read_only_array_works(rng):
+    host = rng.values(tack.i32, 101) // 2
+    ro = tack.array_from_ptr(host, 101, tack.i32)
+    out = tack.empty(101, tack.i32)
+    for _ in range(2):
+        copy_plus_one(ro, out)
+        np.testing.assert_array_equal(out.numpy(), host + 1, err_msg=repr(rng))
+    with pytest.raises(ValueError, match=re.escape(
+            READ_ONLY_KERNEL.format("copy_plus_one", "out"))):
+        copy_plus_one(out, ro)
+
+
+def test_writable_true_writes_through(rng):
+    host = np.zeros(1000, np.int64)
+    w = tack.array_from_ptr(host.ctypes.data, 1000, tack.i64, writable=True)
+    assert w.writable
+    store(w, -3)
+    assert (host == -3).all()
+    w.fill(4)
+    assert (host == 4).all()
+    tack.copyto(w, np.arange(1000))
+    np.testing.assert_array_equal(host, np.arange(1000))
+    view = tack.array_from_ptr(host, (10, 100), tack.i64, writable=True).reshape(-1)
+    store(view, 8)
+    assert (host == 8).all()
+
+
+def test_a_wrapped_numpy_array_is_kept_alive():
+    host = np.arange(6.0)
+    ref = weakref.ref(host)
+    a = tack.array_from_ptr(host, 6, tack.f64)
+    view = a.reshape(2, 3)
+    del host, a
+    gc.collect()
+    assert ref() is not None
+    assert view[1, 2] == 5.0
+    del view
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.parametrize("ptr,name", [("0x10", "str"), (1.5, "float"), (None, "NoneType"),
+                                      ([1, 2], "list")])
+def test_a_pointer_that_is_not_an_address_raises_type_error(ptr, name):
+    with pytest.raises(TypeError, match=re.escape(
+            f"array_from_ptr() on the CPU takes an integer address or a NumPy array, "
+            f"not {name}")):
+        tack.array_from_ptr(ptr, 1, tack.f32)
+
+
+def test_bool_and_null_pointers_are_refused():
+    with pytest.raises(TypeError, match=re.escape(
+            "array_from_ptr() takes an integer address or a NumPy array")):
+        tack.array_from_ptr(True, 1, tack.f32)
+    with pytest.raises(ValueError, match=re.escape(
+            "array_from_ptr() was given a null pointer")):
+        tack.array_from_ptr(0, 4, tack.f32)
+    assert tack.array_from_ptr(0, 0, tack.f32).size == 0
+
+
+def test_shape_and_dtype_errors():
+    with pytest.raises(ValueError, match=re.escape("negative dimensions are not allowed")):
+        tack.array_from_ptr(np.zeros(4), -1, tack.f64)
+    with pytest.raises(TypeError, match=re.escape("Unsupported numpy dtype: float16")):
+        tack.array_from_ptr(np.zeros(4), 4, np.float16)
+
+
+@pytest.mark.parametrize("ptr", [np.zeros(3), 0, 12345, 2 ** 70, -1, np.uint64(8)])
+def test_memory_space_is_cpu(ptr):
+    address = ptr.ctypes.data if isinstance(ptr, np.ndarray) else ptr
+    assert tack.memory_space(address) == "cpu"
