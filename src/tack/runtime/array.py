@@ -75,15 +75,28 @@ class Array:
                 f"device='{self._device}')")
 
     # -- host access ----------------------------------------------------------
+    def _values(self, copy: bool = False) -> np.ndarray:
+        """The values as NumPy: a view where the storage is host memory and
+        ``copy`` is false (internal: callers never write to it), else a copy.
+        Waits for the launches queued before it."""
+        self._device.backend.synchronize()
+        raw = self._buffer.read(self.nbytes, copy)
+        return raw.view(self._dtype.numpy).reshape(self._shape)
+
+    def _store(self, values: np.ndarray) -> None:
+        """Replace every value (``values`` has this array's dtype and shape)."""
+        data = np.ascontiguousarray(values, dtype=self._dtype.numpy)
+        self._buffer.write(data.reshape(-1).view(np.uint8))
+
     def _view(self) -> np.ndarray:
-        """A NumPy view of host-visible storage (internal: never returned)."""
+        """A writable NumPy view of host storage (CPU buffers only)."""
+        self._device.backend.synchronize()
         raw = self._buffer.host_view()[: self.nbytes]
         return raw.view(self._dtype.numpy).reshape(self._shape)
 
     def numpy(self) -> np.ndarray:
         """A new NumPy array holding a copy of the values."""
-        self._device.backend.synchronize()
-        return self._view().copy()
+        return self._values(copy=True)
 
     async def numpy_async(self) -> np.ndarray:
         """``numpy()`` for asyncio code: waits without blocking the event loop."""
@@ -111,8 +124,7 @@ class Array:
                 raise IndexError(f"index {i} is out of bounds for a dimension of "
                                  f"length {extent}")
             position.append(i % extent)
-        self._device.backend.synchronize()
-        return self._view()[tuple(position)].item()
+        return self._values()[tuple(position)].item()
 
     def __setitem__(self, key, value):
         raise TypeError("tack.Array does not support host assignment: write it in a "
@@ -133,9 +145,10 @@ class Array:
             from .host_kernels import fill_value
             with self._device:  # host operations run on the array's device
                 fill_value(self._flat(), exact[()])
-        else:
-            self._device.backend.synchronize()
+        elif hasattr(self._buffer, "host_view"):
             self._view().fill(exact)
+        else:
+            self._store(np.full(self._shape, exact, self._dtype.numpy))
 
     def _require_writable(self, operation: str) -> None:
         if not self._writable:
@@ -218,8 +231,7 @@ class Array:
         return float(values.min() if which == "min" else values.max())
 
     def _host_values(self) -> np.ndarray:
-        self._device.backend.synchronize()
-        return self._view()
+        return self._values()
 
     # -- DLPack -------------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):

@@ -31,3 +31,10 @@ class ExternalBuffer:
                 raw = (ctypes.c_uint8 * self.nbytes).from_address(self.address)
                 self._view = np.frombuffer(raw, dtype=np.uint8)
         return self._view
+
+    def read(self, nbytes: int, copy: bool):
+        view = self.host_view()[:nbytes]
+        return view.copy() if copy else view
+
+    def write(self, data) -> None:
+        self.host_view()[:data.size] = data

@@ -105,7 +105,7 @@ def _host_values(obj, dtype) -> np.ndarray:
 
 def _from_host(values: np.ndarray, dev) -> Array:
     out = empty(values.shape, T.from_numpy(values.dtype), device=dev)
-    np.copyto(out._view(), values, casting="unsafe")
+    out._store(values.astype(out.dtype.numpy, copy=False))
     return out
 
 

@@ -41,8 +41,7 @@ def copyto(a, src) -> None:
     except ValueError:
         raise ValueError(f"copyto() into an array whose values have shape {a.shape}: "
                          f"cannot broadcast shape {values.shape}") from None
-    a.device.backend.synchronize()
-    np.copyto(a._view(), broadcast, casting="unsafe")
+    a._store(broadcast)
 
 
 def concat(arrays) -> Array:

@@ -45,6 +45,14 @@ class HostBuffer:
     def host_view(self):
         return self.raw
 
+    def read(self, nbytes: int, copy: bool):
+        """The first ``nbytes`` as bytes: a view of host memory unless ``copy``."""
+        view = self.raw[:nbytes]
+        return view.copy() if copy else view
+
+    def write(self, data) -> None:
+        self.raw[:data.size] = data
+
 
 @dataclass
 class CPUProgram:
