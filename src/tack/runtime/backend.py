@@ -19,6 +19,7 @@ class Backend:
     supports_workgroups = False
     specialize_disjoint = False
     device_options: tuple = ()
+    launch_style = "arguments"  # "packed": the CPU's one-struct native entry
     dlpack_device_type = 1  # kDLCPU
     dlpack_refusal_note = ("this backend wraps host memory only; import on the "
                            "tensor's own device, or pass copy=True")

@@ -7,13 +7,18 @@ with options it makes a new one.
 
 from __future__ import annotations
 
+import platform
 import threading
 import weakref
 
 from .. import config
 
-KNOWN_TYPES = ("cpu", "cuda", "hip", "level_zero", "metal")
-NUMBERED_TYPES = ("cuda", "hip", "level_zero")
+KNOWN_TYPES = ("cpu", "cuda", "hip", "level_zero", "metal", "opencl")
+NUMBERED_TYPES = ("cuda", "hip", "level_zero", "opencl")
+_INSTALL = {
+    "opencl": "Install it with: pip install pyopencl (and an OpenCL driver, such as "
+              "Debian's pocl-opencl-icd for CPUs).",
+}
 _PENDING = {
     "cuda": "the CUDA backend",
     "hip": "the HIP backend",
@@ -93,6 +98,14 @@ def _backend_class(type_: str):
     if type_ == "cpu":
         from .cpu.backend import CPUBackend
         return CPUBackend
+    if type_ == "opencl":
+        try:
+            from .opencl.backend import OpenCLBackend, _cl
+            _cl()
+        except ImportError as exc:
+            raise RuntimeError(f"Cannot start the 'opencl' device: missing dependency. "
+                               f"({exc}) {_INSTALL['opencl']}") from exc
+        return OpenCLBackend
     raise RuntimeError(
         f"Cannot start the '{type_}' device: {_PENDING[type_]} is not part of this "
         f"build of Tack yet. Use tack.device('cpu') (the default).")
@@ -105,7 +118,19 @@ def _make(type_: str, index, options: dict) -> Device:
         accepted = ", ".join(cls.device_options) or "none"
         raise ValueError(f"The '{type_}' device does not accept the option(s) "
                          f"{', '.join(unknown)}. Accepted: {accepted}.")
-    return Device(cls(**options), type_, index or 0)
+    if type_ not in NUMBERED_TYPES:
+        return Device(cls(**options), type_, 0)
+    try:
+        backend = cls(index or 0, **options)
+    except (ValueError, TypeError):
+        raise
+    except RuntimeError as exc:
+        raise RuntimeError(f"Cannot start the '{type_}' device on {platform.system()}. "
+                           f"{exc} {_INSTALL.get(type_, '')}") from exc
+    except Exception as exc:  # a driver error (pyopencl raises its own types)
+        raise RuntimeError(f"Cannot start the '{type_}' device on {platform.system()}. "
+                           f"{exc} {_INSTALL.get(type_, '')}") from exc
+    return Device(backend, type_, index or 0)
 
 
 def device(spec="cpu", **options) -> Device:
@@ -143,6 +168,12 @@ def device_count(type_: str) -> int:
         _backend_class(type_)
     except RuntimeError:
         return 0
+    if type_ == "opencl":
+        from .opencl.backend import all_devices
+        try:
+            return len(all_devices())
+        except Exception:  # no driver: nothing to count
+            return 0
     return 1
 
 

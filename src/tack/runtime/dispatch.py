@@ -118,11 +118,12 @@ class BoundProgram:
     __slots__ = ("variant", "pack", "buffers", "launch")
 
     def __init__(self, variant, backend):
-        layout = pack_format(variant.program.kernel.pack_fields)
         self.variant = variant
-        self.pack = layout.pack_into
-        self.buffers = PackBuffers(layout.size)
         self.launch = backend.launcher(variant.program)
+        if backend.launch_style == "packed":
+            layout = pack_format(variant.program.kernel.pack_fields)
+            self.pack = layout.pack_into
+            self.buffers = PackBuffers(layout.size)
 
 
 class Bound:
@@ -148,7 +149,8 @@ class Bound:
         positions = {p.name: k for k, p in enumerate(template.params)}
         self.source = generate(len(specs), arrays, template.parallel_for.extents,
                                positions, self.backend.specialize_disjoint,
-                               result is not None)
+                               result is not None,
+                               self.backend.launch_style == "packed")
         self.run = compile_runner(self.source, self.programs, self.program, result)
 
     def program(self, disjoint: bool) -> BoundProgram:

@@ -47,7 +47,7 @@ def _overlap_test(array_positions) -> str:
 
 
 def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool,
-             result: bool) -> str:
+             result: bool, packed: bool = True) -> str:
     """Source of ``run(args)`` for one signature (see module doc)."""
     names = [f"a{k}" for k in range(n_args)]
     ext = [extent_source(e, positions, checked=False) for e in extents]
@@ -57,6 +57,10 @@ def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool
     lines += [f"    e{k} = {src}" for k, src in enumerate(ext)]
     test = _overlap_test(array_positions) if disjoint_ok else "False"
     lines.append(f"    p = programs[{test}] or program({test})")
+    if not packed:  # the backend binds the arguments itself (device backends)
+        lines.append(f"    p.launch(args, ({', '.join(f'e{k}' for k in range(len(ext)))},))")
+        lines.append("    return result(args)" if result else "    return None")
+        return "\n".join(lines) + "\n"
     total = " * ".join(f"e{k}" for k in range(len(ext)))
     positive = " and ".join(f"e{k} > 0" for k in range(len(ext)))
     lines.append(f"    if {positive}:")

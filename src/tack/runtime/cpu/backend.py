@@ -101,6 +101,7 @@ class CPUBackend(Backend):
     memory_domain = "host"
     atomic_dtypes = frozenset((T.i32, T.i64, T.u32, T.u64, T.f32, T.f64))
     specialize_disjoint = True
+    launch_style = "packed"
     device_options = ("num_threads",)
 
     def __init__(self, num_threads=None):

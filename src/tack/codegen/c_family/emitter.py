@@ -1,0 +1,364 @@
+"""Typed, packed Tack IR to C source, for every C-family target.
+
+The kernel runs one work-item per iteration of the parallel loop, flattened
+to one dimension: ``tack_flat`` in ``[0, tack_total)``, with the indices of
+``tack.ndindex`` recovered by ``/`` and ``%`` over the inner extents (passed
+as arguments after the pack buffers). An outermost ``continue`` ends the
+work-item. Every generated name goes through ``identifiers.variable_name``,
+so no user name can collide with a C keyword or a builtin.
+"""
+
+from __future__ import annotations
+
+from ... import types as T
+from ...ir import expressions as E
+from ...ir import statements as S
+from ...ir.registry import Registry
+from ..identifiers import kernel_entry_name, variable_name
+from .prelude import Prelude
+
+expr = Registry("C-family code generator")
+stmt = Registry("C-family code generator")
+
+_INFIX = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.TrueDiv: "/", E.BitAnd: "&",
+          E.BitOr: "|", E.BitXor: "^", E.Lt: "<", E.Le: "<=", E.Gt: ">", E.Ge: ">=",
+          E.Eq: "==", E.Ne: "!="}
+_WRAPPING = (E.Add, E.Sub, E.Mul)
+_MATH = {E.Sqrt: "sqrt", E.Exp: "exp", E.Log: "log", E.Log2: "log2", E.Log10: "log10",
+         E.Sin: "sin", E.Cos: "cos", E.Tan: "tan", E.Asin: "asin", E.Acos: "acos",
+         E.Atan: "atan", E.Sinh: "sinh", E.Cosh: "cosh", E.Tanh: "tanh", E.Fabs: "fabs",
+         E.Atan2: "atan2", E.Hypot: "hypot", E.Copysign: "copysign", E.PowF: "pow"}
+_NO_DEBUG = ("debug mode (bounds checks) is not built for the {} backend yet; "
+             "turn it off with tack.set_debug(False)")
+_ATOMIC_OPS = {E.AtomicAdd: "add", E.AtomicSub: "sub", E.AtomicMin: "min",
+               E.AtomicMax: "max"}
+
+
+class CEmitter:
+    def __init__(self, fn: S.Function, target):
+        self.fn = fn
+        self.target = target
+        self.prelude = Prelude(target)
+        self.arrays = {p.name: p.dtype for p in fn.params if p.is_array}
+        self.lines: list = []
+        self.depth = 1
+        self.counter = 0
+
+    # -- helpers ------------------------------------------------------------------
+    def name(self, ident: str) -> str:
+        return variable_name(ident)
+
+    def type(self, dtype) -> str:
+        return self.target.type(dtype)
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"tack_{base}{self.counter}"
+
+    def block(self, stmts) -> None:
+        self.depth += 1
+        for s in stmts:
+            stmt(s, self)
+        self.depth -= 1
+
+    # -- the kernel ------------------------------------------------------------------
+    def kernel(self, entry: str) -> str:
+        fn, t = self.fn, self.target
+        loop = fn.parallel_for
+        params = []
+        for p in fn.params:
+            space = t.pack_space if p.name.startswith("__tack_pack_") else t.global_space
+            params.append(f"{space} {self.type(p.dtype)}* {self.name(p.name)}")
+        inner = [f"{t.index_type} tack_extent{k}" for k in range(1, len(loop.extents))]
+        params += [f"{t.index_type} tack_total"] + inner
+        self.emit(f"{t.index_type} tack_flat = {t.global_id()};")
+        self.emit("if (tack_flat >= tack_total) return;")
+        for name, dtype in fn.locals:
+            self.emit(f"{self.type(dtype)} {self.name(name)};")
+        for var in loop.vars:
+            self.emit(f"{t.index_type} {self.name(var)};")
+        for s in fn.body:
+            if s is loop:
+                self.bind_indices(loop)
+                for inner_stmt in loop.body:
+                    stmt(inner_stmt, self)
+            else:
+                stmt(s, self)
+        body = "\n".join(self.lines)
+        head = f"{t.kernel_prefix} {entry}({', '.join(params)})"
+        return f"{t.header}{self.prelude.text()}\n{head} {{\n{body}\n}}\n"
+
+    def bind_indices(self, loop: S.ParallelFor) -> None:
+        """Recover ``i, j, k`` of a flattened ``tack.ndindex`` launch."""
+        n = len(loop.vars)
+        rest = "tack_flat"
+        for k, var in enumerate(loop.vars):
+            stride = " * ".join(f"tack_extent{m}" for m in range(k + 1, n))
+            if k == n - 1:
+                self.emit(f"{self.name(var)} = {rest};")
+            else:
+                self.emit(f"{self.name(var)} = {rest} / ({stride});")
+                rest = f"({rest} % ({stride}))"
+
+
+def generate_c_source(fn: S.Function, target) -> tuple:
+    """(source, entry name) of a typed, packed kernel for ``target``."""
+    entry = kernel_entry_name(fn.name)
+    return CEmitter(fn, target).kernel(entry), entry
+
+
+# -- expressions -----------------------------------------------------------------------
+
+def c(node, em) -> str:
+    return expr(node, em)
+
+
+@expr.register(E.Const)
+def _const(e: E.Const, em):
+    dtype = e.dtype
+    if dtype.is_float:
+        value = float(e.value)
+        if value != value:
+            return "NAN" if dtype == T.f64 else "(float)NAN"
+        if value in (float("inf"), float("-inf")):
+            sign = "-" if value < 0 else ""
+            return f"({sign}INFINITY)" if dtype == T.f32 else f"({sign}(double)INFINITY)"
+        text = repr(value)
+        if "e" not in text and "." not in text:
+            text += ".0"
+        return f"({text}{em.target.literal_suffix(dtype)})"
+    value = int(e.value)
+    suffix = em.target.literal_suffix(dtype)
+    if dtype.is_signed and value == -(1 << (dtype.bits - 1)):
+        return f"(({em.type(dtype)})({value + 1}{suffix} - 1))"
+    return f"(({em.type(dtype)}){value}{suffix})"
+
+
+@expr.register(E.Name)
+def _name(e: E.Name, em):
+    return em.name(e.id)
+
+
+@expr.register(E.Load)
+def _load(e: E.Load, em):
+    if e.checked:
+        raise NotImplementedError(_NO_DEBUG.format(em.target.name))
+    return f"{em.name(e.array)}[{c(e.index, em)}]"
+
+
+@expr.register(E.BinaryOp)
+def _infix(e, em):
+    lhs, rhs = c(e.lhs, em), c(e.rhs, em)
+    symbol = _INFIX.get(type(e))
+    if symbol is None:
+        raise NotImplementedError(f"{em.target.name}: no spelling for {type(e).__name__}")
+    if isinstance(e, _WRAPPING) and e.dtype.is_int and e.dtype.is_signed:
+        u = em.type(T.scalar_type(f"u{e.dtype.bits}"))
+        return f"(({em.type(e.dtype)})(({u}){lhs} {symbol} ({u}){rhs}))"
+    if isinstance(e, E.Compare):
+        return f"({lhs} {symbol} {rhs})"
+    return f"(({em.type(e.dtype)})({lhs} {symbol} {rhs}))"
+
+
+def _helper(name):
+    def build(e, em):
+        fn = em.prelude.helper(name, e.dtype)
+        return f"{fn}({c(e.lhs, em)}, {c(e.rhs, em)})"
+    return build
+
+
+expr.register(E.FloorDiv)(_helper("floordiv"))
+expr.register(E.Mod)(_helper("mod"))
+expr.register(E.Min)(_helper("min"))
+expr.register(E.Max)(_helper("max"))
+expr.register(E.LShift)(_helper("shl"))
+expr.register(E.RShift)(_helper("shr"))
+
+
+@expr.register(E.Pow)
+def _pow(e, em):
+    if e.dtype.is_float:
+        return f"{em.target.math('pow', e.dtype)}({c(e.lhs, em)}, {c(e.rhs, em)})"
+    return _helper("ipow")(e, em)
+
+
+@expr.register(E.And)
+def _and(e, em):
+    return f"(({c(e.lhs, em)}) && ({c(e.rhs, em)}))"
+
+
+@expr.register(E.Or)
+def _or(e, em):
+    return f"(({c(e.lhs, em)}) || ({c(e.rhs, em)}))"
+
+
+@expr.register(E.Not)
+def _not(e, em):
+    return f"(!({c(e.operand, em)}))"
+
+
+@expr.register(E.Neg)
+def _neg(e, em):
+    operand = c(e.operand, em)
+    if e.dtype.is_int:
+        u = em.type(T.scalar_type(f"u{e.dtype.bits}"))
+        return f"(({em.type(e.dtype)})(0 - ({u}){operand}))"
+    return f"(-{operand})"
+
+
+@expr.register(E.Invert)
+def _invert(e, em):
+    return f"(({em.type(e.dtype)})~{c(e.operand, em)})"
+
+
+@expr.register(E.Abs)
+def _abs(e, em):
+    if e.dtype.is_float:
+        return f"{em.target.math('fabs', e.dtype)}({c(e.operand, em)})"
+    if not e.dtype.is_signed:
+        return c(e.operand, em)
+    return f"{em.prelude.helper('abs', e.dtype)}({c(e.operand, em)})"
+
+
+@expr.register(E.Select)
+def _select(e, em):
+    return f"(({c(e.cond, em)}) ? {c(e.if_true, em)} : {c(e.if_false, em)})"
+
+
+@expr.register(E.Cast)
+def _cast(e, em):
+    src, dst = e.operand.dtype, e.to
+    operand = c(e.operand, em)
+    if src.is_float and dst.is_int:
+        return em.target.saturating(dst, operand)
+    return f"(({em.type(dst)}){operand})"
+
+
+@expr.register(E.MathUnary, E.MathBinary)
+def _math(e, em):
+    name = em.target.math(_MATH[type(e)], e.dtype)
+    if isinstance(e, E.MathBinary):
+        return f"{name}({c(e.lhs, em)}, {c(e.rhs, em)})"
+    return f"{name}({c(e.operand, em)})"
+
+
+@expr.register(E.Floor, E.Ceil)
+def _round(e, em):
+    name = em.target.math("floor" if isinstance(e, E.Floor) else "ceil", e.operand.dtype)
+    return em.target.saturating(e.dtype, f"{name}({c(e.operand, em)})")
+
+
+@expr.register(E.IsNan, E.IsInf, E.IsFinite)
+def _classify(e, em):
+    name = {E.IsNan: "isnan", E.IsInf: "isinf", E.IsFinite: "isfinite"}[type(e)]
+    return f"((int)({name}({c(e.operand, em)}) != 0))"
+
+
+@expr.register(E.Atomic)
+def _atomic(e, em):
+    op = _ATOMIC_OPS[type(e)]
+    if e.dtype.is_float and hasattr(em.target, "float_atomic_helper"):
+        em.prelude.add_text(f"tack_atomic_{op}_{e.dtype.name}",
+                            em.target.float_atomic_helper(op, e.dtype))
+    pointer = f"&{em.name(e.array)}[{c(e.index, em)}]"
+    if e.checked:
+        raise NotImplementedError(_NO_DEBUG.format(em.target.name))
+    return em.target.atomic(op, e.dtype, pointer, c(e.value, em))
+
+
+@expr.register(E.BoundsCheck)
+def _bounds(e, em):
+    raise NotImplementedError(_NO_DEBUG.format(em.target.name))
+
+
+@expr.register(E.Str)
+def _str(e, em):
+    raise NotImplementedError("a string outside print()")
+
+
+# -- statements --------------------------------------------------------------------------
+
+@stmt.register(S.Assign)
+def _assign(s, em):
+    em.emit(f"{em.name(s.target)} = {c(s.value, em)};")
+
+
+@stmt.register(S.Store)
+def _store(s, em):
+    if s.checked:
+        raise NotImplementedError(_NO_DEBUG.format(em.target.name))
+    em.emit(f"{em.name(s.array)}[{c(s.index, em)}] = {c(s.value, em)};")
+
+
+@stmt.register(S.ExprStmt)
+def _expr_stmt(s, em):
+    em.emit(f"(void)({c(s.value, em)});")
+
+
+@stmt.register(S.If)
+def _if(s, em):
+    em.emit(f"if ({c(s.cond, em)}) {{")
+    em.block(s.body)
+    if s.orelse:
+        em.emit("} else {")
+        em.block(s.orelse)
+    em.emit("}")
+
+
+@stmt.register(S.While)
+def _while(s, em):
+    em.emit(f"while ({c(s.cond, em)}) {{")
+    em.block(s.body)
+    em.emit("}")
+
+
+@stmt.register(S.SeqFor)
+def _seq_for(s, em):
+    dtype = s.start.dtype  # annotation gave the bounds the variable's type
+    t = em.type(dtype)
+    cur, stop, step = em.fresh("i"), em.fresh("stop"), em.fresh("step")
+    em.emit(f"{{ {t} {stop} = {c(s.stop, em)}; {t} {step} = {c(s.step, em)};")
+    if isinstance(s.step, E.Const):
+        test = f"{cur} < {stop}" if s.step.value > 0 else f"{cur} > {stop}"
+    else:
+        test = (f"({step} > 0 ? {cur} < {stop} : ({step} < 0 ? {cur} > {stop} : 0))"
+                if dtype.is_signed else f"({step} != 0 && {cur} < {stop})")
+    em.emit(f"for ({t} {cur} = {c(s.start, em)}; {test}; {cur} += {step}) {{")
+    em.depth += 1
+    em.emit(f"{em.name(s.var)} = {cur};")
+    em.depth -= 1
+    em.block(s.body)
+    em.emit("} }")
+
+
+@stmt.register(S.Break)
+def _break(s, em):
+    em.emit("break;")
+
+
+@stmt.register(S.Continue)
+def _continue(s, em):
+    em.emit("return;" if s.outermost else "continue;")
+
+
+@stmt.register(S.Print)
+def _print(s, em):
+    parts, args = [], []
+    for a in s.args:
+        if isinstance(a, E.Str):
+            parts.append(a.value.replace("\\", "\\\\").replace('"', '\\"')
+                         .replace("%", "%%"))
+            continue
+        if a.dtype.is_float:
+            parts.append("%g")
+            args.append(f"(double)({c(a, em)})")
+        elif a.dtype.is_signed:
+            parts.append("%ld")
+            args.append(f"(long)({c(a, em)})")
+        else:
+            parts.append("%lu")
+            args.append(f"(ulong)({c(a, em)})")
+    em.emit(em.target.print_call('"' + " ".join(parts) + '\\n"', args))

@@ -1,0 +1,103 @@
+"""What differs between C dialects: one small class per target.
+
+The emitter asks its target for spellings only; anything a target cannot do
+raises ``NotImplementedError`` naming the target and the feature.
+"""
+
+from __future__ import annotations
+
+from ... import types as T
+
+
+class CTarget:
+    """Base of the C dialects. Subclasses override class attributes and the
+    few methods below; the emitter never tests which target it has."""
+
+    name = "C"
+    kernel_prefix = "void"
+    global_space = ""
+    pack_space = "const"
+    type_names = {
+        T.i8: "signed char", T.i16: "short", T.i32: "int", T.i64: "long long",
+        T.u8: "unsigned char", T.u16: "unsigned short", T.u32: "unsigned int",
+        T.u64: "unsigned long long", T.f32: "float", T.f64: "double",
+    }
+    index_type = "long long"
+    header = ""
+
+    def type(self, dtype) -> str:
+        return self.type_names[dtype]
+
+    def global_id(self) -> str:
+        raise NotImplementedError(f"the {self.name} target has no thread index")
+
+    def saturating(self, dst, expr: str) -> str:
+        """Float to integer conversion: saturating, NaN to zero."""
+        raise NotImplementedError(f"the {self.name} target has no saturating cast")
+
+    def math(self, name: str, dtype) -> str:
+        return name if dtype == T.f64 else name + "f"
+
+    def atomic(self, op: str, dtype, pointer: str, value: str) -> str:
+        raise NotImplementedError(f"the {self.name} target has no atomics")
+
+    def literal_suffix(self, dtype) -> str:
+        return {T.i64: "LL", T.u64: "ULL", T.u32: "U", T.f32: "f"}.get(dtype, "")
+
+    def print_call(self, fmt: str, args) -> str:
+        return f'printf({fmt}{"".join(", " + a for a in args)});'
+
+
+class OpenCLTarget(CTarget):
+    """OpenCL C 1.2 (with the 64-bit atomics and fp64 extensions when present)."""
+
+    name = "OpenCL"
+    kernel_prefix = "__kernel void"
+    global_space = "__global"
+    pack_space = "__global const"
+    type_names = {
+        T.i8: "char", T.i16: "short", T.i32: "int", T.i64: "long", T.u8: "uchar",
+        T.u16: "ushort", T.u32: "uint", T.u64: "ulong", T.f32: "float", T.f64: "double",
+    }
+    index_type = "long"
+    header = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+              "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
+              "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable\n")
+
+    def global_id(self) -> str:
+        return "(long)get_global_id(0)"
+
+    def saturating(self, dst, expr: str) -> str:
+        return f"convert_{self.type(dst)}_sat({expr})"
+
+    def math(self, name: str, dtype) -> str:
+        return name  # OpenCL's math builtins are overloaded on float and double
+
+    def literal_suffix(self, dtype) -> str:
+        return {T.i64: "L", T.u64: "UL", T.u32: "U", T.f32: "f"}.get(dtype, "")
+
+    def atomic(self, op: str, dtype, pointer: str, value: str) -> str:
+        if dtype.is_float:
+            return f"tack_atomic_{op}_{dtype.name}({pointer}, {value})"
+        prefix = "atomic" if dtype.bits == 32 else "atom"
+        kind = self.type(dtype)
+        return f"{prefix}_{op}((volatile __global {kind}*){pointer}, {value})"
+
+    def float_atomic_helper(self, op: str, dtype) -> str:
+        """A compare-and-swap loop for a float atomic OpenCL lacks."""
+        t = self.type(dtype)
+        bits = "uint" if dtype.bits == 32 else "ulong"
+        cas = "atomic_cmpxchg" if dtype.bits == 32 else "atom_cmpxchg"
+        as_bits, as_float = f"as_{bits}", f"as_{t}"
+        update = {"add": "old + v", "sub": "old - v", "min": "fmin(old, v)",
+                  "max": "fmax(old, v)"}[op]
+        return (f"static inline {t} tack_atomic_{op}_{dtype.name}(volatile __global {t}* p, "
+                f"{t} v) {{\n"
+                f"  volatile __global {bits}* q = (volatile __global {bits}*)p;\n"
+                f"  {bits} seen = *q;\n"
+                f"  for (;;) {{\n"
+                f"    {t} old = {as_float}(seen);\n"
+                f"    {bits} got = {cas}(q, seen, {as_bits}(({t})({update})));\n"
+                f"    if (got == seen) return old;\n"
+                f"    seen = got;\n"
+                f"  }}\n}}\n")

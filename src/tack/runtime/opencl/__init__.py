@@ -1,0 +1,1 @@
+"""The OpenCL backend (pyopencl): GPUs, and PoCL on CPUs for testing the GPU path."""
