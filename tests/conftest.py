@@ -7,3 +7,13 @@ _CACHE = tempfile.mkdtemp(prefix="tack-test-cache-")
 os.chmod(_CACHE, 0o700)
 os.environ["TACK_CACHE_DIR"] = _CACHE
 os.environ.setdefault("TACK_CACHE", "write")
+
+
+# TACK_TEST_DEVICE=opencl runs the backend-parametrized suites (the kernel
+# language, code generation, algorithms) with that device as the default, so
+# every array they make and every kernel they launch is on it.
+_DEVICE = os.environ.get("TACK_TEST_DEVICE", "").strip()
+if _DEVICE:
+    import tack
+
+    tack.set_default_device(_DEVICE)

@@ -149,7 +149,8 @@ def test_keyword_arguments(rng):
     data = rng.floats(4)
     a = tack.array(data)
     b = tack.array(rng.floats(4))
-    message = "Kernel 'k_copy' failed on CPUBackend: Keyword arguments not supported " \
+    backend = tack.get_default_device().backend.class_name
+    message = f"Kernel 'k_copy' failed on {backend}: Keyword arguments not supported " \
               "in kernels"
     for args, kwargs in [((a,), {"b": b}), ((), {"a": a, "b": b}), ((a, b), {"c": b})]:
         with pytest.raises(RuntimeError, match=f"^{re.escape(message)}$") as info:

@@ -346,19 +346,5 @@ def _continue(s, em):
 
 @stmt.register(S.Print)
 def _print(s, em):
-    parts, args = [], []
-    for a in s.args:
-        if isinstance(a, E.Str):
-            parts.append(a.value.replace("\\", "\\\\").replace('"', '\\"')
-                         .replace("%", "%%"))
-            continue
-        if a.dtype.is_float:
-            parts.append("%g")
-            args.append(f"(double)({c(a, em)})")
-        elif a.dtype.is_signed:
-            parts.append("%ld")
-            args.append(f"(long)({c(a, em)})")
-        else:
-            parts.append("%lu")
-            args.append(f"(ulong)({c(a, em)})")
-    em.emit(em.target.print_call('"' + " ".join(parts) + '\\n"', args))
+    raise NotImplementedError(f"print() in kernels is built for the CPU backend only "
+                              f"(not {em.target.name}): it formats values as Python does")
