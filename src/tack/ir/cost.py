@@ -105,8 +105,9 @@ def _trips(loop: S.SeqFor) -> float:
 
 
 def iteration_cost(fn: S.Function) -> Cost:
-    """Cost of one iteration of ``fn``'s parallel loop (inner dimensions included
-    as ``UNKNOWN_TRIPS`` each when the loop has several)."""
+    """Cost of one iteration of ``fn``'s parallel loop: one point of its
+    iteration space, whatever its number of dimensions (a launch multiplies it
+    by the number of points)."""
     loop = fn.parallel_for
     body = sum((_tree_cost(s, fn) for s in loop.body), Cost(0, 0))
     return body

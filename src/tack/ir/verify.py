@@ -88,13 +88,22 @@ def _loop_rules(body, path, depth):
             _loop_rules(stmt.body, here + ".body", depth + 1)
 
 
-def _resolved(fn: S.Function):
+def _outside_extents(fn: S.Function):
+    """``(statement, path)`` for every statement, the parallel loop's body in
+    place of the loop (its extents are evaluated on the host)."""
     for j, stmt in enumerate(fn.body):
-        roots = stmt.body if isinstance(stmt, S.ParallelFor) else (stmt,)
-        for r, root in enumerate(roots):
-            for node, path in walk_with_path(root, f"function.body[{j}]"):
-                if isinstance(node, E.DimSize):
-                    _fail(node, path, "array extent left outside the loop's extents")
+        if isinstance(stmt, S.ParallelFor):
+            for r, inner in enumerate(stmt.body):
+                yield inner, f"function.body[{j}].body[{r}]"
+        else:
+            yield stmt, f"function.body[{j}]"
+
+
+def _resolved(fn: S.Function):
+    for root, base in _outside_extents(fn):
+        for node, path in walk_with_path(root, base):
+            if isinstance(node, E.DimSize):
+                _fail(node, path, "array extent left outside the loop's extents")
 
 
 def _inferred(fn: S.Function):
@@ -116,11 +125,9 @@ def _typed(fn: S.Function):
     local_types = dict(fn.locals)
     local_types.update((p.name, p.dtype) for p in fn.params if not p.is_array)
     local_types.update((v, i64) for v in loop.vars)
-    for j, stmt in enumerate(fn.body):
-        roots = stmt.body if stmt is loop else (stmt,)
-        for root in roots:
-            for node, path in walk_with_path(root, f"function.body[{j}]"):
-                _typed_node(node, path, local_types)
+    for root, base in _outside_extents(fn):
+        for node, path in walk_with_path(root, base):
+            _typed_node(node, path, local_types)
 
 
 def _typed_node(node, path, local_types):

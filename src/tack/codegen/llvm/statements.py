@@ -104,17 +104,28 @@ def _seq_for(s: S.SeqFor, em):
 
 def _next_value(em, dtype, now, step, step_node):
     """``(now + step, whether the true sum leaves the type)``, as Python's range
-    never wraps around."""
+    never wraps around. An unsigned step counts down when it is negative as a
+    signed value, as the loop's test takes it."""
     b = em.builder
     if dtype.is_signed:
-        name, operand = "llvm.sadd.with.overflow", step
-    elif _constant_sign(step_node) == -1:  # a negative literal step, stored wrapped
-        name, operand = "llvm.usub.with.overflow", b.neg(step)
-    else:
-        name, operand = "llvm.uadd.with.overflow", step
-    pair = ir.LiteralStructType([now.type, ir.IntType(1)])
-    fn = em.external(f"{name}.i{dtype.bits}", ir.FunctionType(pair, [now.type] * 2))
-    result = b.call(fn, [now, operand])
+        return _add_with_overflow(em, "sadd", dtype, now, step)
+    sign = _constant_sign(step_node)
+    if sign == 1:
+        return _add_with_overflow(em, "uadd", dtype, now, step)
+    down = _add_with_overflow(em, "usub", dtype, now, b.neg(step))
+    if sign == -1:
+        return down
+    up = _add_with_overflow(em, "uadd", dtype, now, step)
+    positive = b.icmp_signed(">", step, ir.Constant(step.type, 0))
+    return (b.select(positive, up[0], down[0]), b.select(positive, up[1], down[1]))
+
+
+def _add_with_overflow(em, op, dtype, lhs, rhs):
+    b = em.builder
+    pair = ir.LiteralStructType([lhs.type, ir.IntType(1)])
+    fn = em.external(f"llvm.{op}.with.overflow.i{dtype.bits}",
+                     ir.FunctionType(pair, [lhs.type] * 2))
+    result = b.call(fn, [lhs, rhs])
     return b.extract_value(result, 0), b.extract_value(result, 1)
 
 

@@ -219,6 +219,9 @@ def _float_cast(e: FloatCast, ctx):
 @_typed.register(MathUnary)
 def _math_unary(e: MathUnary, ctx):
     operand, t = annotate(e.operand, ctx)
+    if isinstance(e, (Floor, Ceil)) and t.dtype.is_int:
+        # an integer is its own floor: no trip through a float that rounds it
+        return _cast(operand, T.i64), T.Typed(T.i64)
     ft = _floatify(t, ctx)
     result = ft
     if isinstance(e, (Floor, Ceil)):

@@ -5,6 +5,7 @@ Rejects: ``TypeError`` naming the kernel, the atomic, the array and its dtype.
 
 from __future__ import annotations
 
+from ...types import SCALAR_TYPES
 from ..expressions import Atomic
 from ..statements import Function
 from ..traversal import walk
@@ -26,7 +27,7 @@ def check_atomic_support(fn: Function, atomic_dtypes, backend_name: str) -> Func
                                    f"tack.{_SPELLING[type(node).__name__]} must be an "
                                    f"array parameter", node.span)
             if param.dtype not in atomic_dtypes:
-                names = ", ".join(t.name for t in atomic_dtypes)
+                names = ", ".join(t.name for t in SCALAR_TYPES if t in atomic_dtypes)
                 raise kernel_error(
                     TypeError, fn.name, f"tack.{_SPELLING[type(node).__name__]} on "
                     f"'{node.array}' of dtype {param.dtype} is not supported on "

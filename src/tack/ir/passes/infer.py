@@ -9,7 +9,9 @@ way round, and an array indexed with a number of indices other than its rank.
 from __future__ import annotations
 
 from ... import types as T
+from ..expressions import Name
 from ..statements import Function
+from ..traversal import walk
 from .common import kernel_error
 
 
@@ -18,24 +20,33 @@ def default_float(specs) -> T.ScalarType:
     return T.f64 if any(s.is_array and s.dtype == T.f64 for s in specs) else T.f32
 
 
-def infer_param_types(fn: Function, specs) -> Function:
-    params = []
+def check_arguments(fn: Function, specs) -> Function:
+    """The argument checks of inference. The pipeline also makes them before
+    ``resolve``, which would otherwise report an array indexed with too many
+    indices as an extent past its rank, and a scalar as an unknown array."""
+    read = {node.id for stmt in fn.body for node in walk(stmt) if isinstance(node, Name)}
     for param, spec in zip(fn.params, specs):
+        if spec.is_array and param.name in read:
+            raise kernel_error(TypeError, fn.name, f"parameter '{param.name}' is used "
+                               f"as a scalar, but the argument is an array")
         if param.is_array and not spec.is_array:
             raise kernel_error(TypeError, fn.name, f"parameter '{param.name}' is used "
                                f"as an array, but the argument is a {spec.dtype} "
                                f"scalar")
-        if param.is_array is None and spec.is_array:
+        if spec.is_array and param.ndim and param.ndim != len(spec.shape):
+            raise kernel_error(TypeError, fn.name, f"parameter '{param.name}' is "
+                               f"indexed with {param.ndim} indices, but its array "
+                               f"has {len(spec.shape)} dimension(s)")
+    return fn
+
+
+def infer_param_types(fn: Function, specs) -> Function:
+    check_arguments(fn, specs)
+    params = []
+    for param, spec in zip(fn.params, specs):
+        if spec.is_array:
             params.append(param.replace(dtype=spec.dtype, is_array=True,
                                         ndim=len(spec.shape)))
-            continue
-        if spec.is_array:
-            ndim = len(spec.shape)
-            if param.ndim and param.ndim != ndim:
-                raise kernel_error(TypeError, fn.name, f"parameter '{param.name}' is "
-                                   f"indexed with {param.ndim} indices, but its array "
-                                   f"has {ndim} dimension(s)")
-            params.append(param.replace(dtype=spec.dtype, is_array=True, ndim=ndim))
         else:
             params.append(param.replace(dtype=spec.dtype, is_array=False, ndim=0))
     return fn.replace(params=tuple(params), default_float=default_float(specs))

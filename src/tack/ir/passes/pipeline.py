@@ -13,7 +13,7 @@ from ..statements import Function
 from ..verify import verify
 from .atomics import check_atomic_support
 from .check_types import check_dispatch_types
-from .infer import infer_param_types
+from .infer import check_arguments, infer_param_types
 from .localize import localize_outer_scalars
 from .optimize import propagate_copies
 from .resolve import resolve
@@ -34,7 +34,8 @@ class VariantRequest:
 
 
 PIPELINE = (
-    ("resolve", lambda fn, rq: resolve(fn, rq.shapes(fn)), "resolved"),
+    ("resolve", lambda fn, rq: resolve(check_arguments(fn, rq.specs), rq.shapes(fn)),
+     "resolved"),
     ("infer", lambda fn, rq: infer_param_types(fn, rq.specs), "inferred"),
     ("check_types", lambda fn, rq: check_dispatch_types(
         fn, rq.supported_dtypes, rq.backend_name), None),

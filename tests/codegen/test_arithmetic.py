@@ -1,0 +1,440 @@
+"""Differential tests of arithmetic, bit operations, comparisons, logic and casts.
+
+Every kernel runs on fresh random inputs of sizes 0, 1, 7, 33, 1000 and 4097
+and is compared with NumPy, or with Python's own integers and floats where
+the kernel language follows Python (floor division, modulo by zero, shifts,
+``min``/``max`` with NaN). Integer results wrap to the element type.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tack
+
+SIZES = (0, 1, 7, 33, 1000, 4097)
+INT_TYPES = (tack.i8, tack.i16, tack.i32, tack.i64, tack.u8, tack.u16, tack.u32,
+             tack.u64)
+FLOAT_TYPES = (tack.f32, tack.f64)
+ALL_TYPES = INT_TYPES + FLOAT_TYPES
+
+
+def ids(types):
+    return [t.name for t in types]
+
+
+def wrap(values, dtype):
+    """Python integers reduced modulo 2**bits into ``dtype``'s range."""
+    bits = dtype.bits
+    lo = -(1 << (bits - 1)) if dtype.is_signed else 0
+    return np.array([((int(v) - lo) % (1 << bits)) + lo for v in values],
+                    dtype=dtype.numpy)
+
+
+def py_floordiv(x, y):
+    return 0 if y == 0 else x // y
+
+
+def py_mod(x, y):
+    return 0 if y == 0 else x % y
+
+
+def zeros(n, dtype):
+    return tack.zeros(n, dtype=dtype)
+
+
+def check(got, expected, what, rng, n):
+    np.testing.assert_array_equal(got.numpy(), expected,
+                                  err_msg=f"{what} n={n} {rng}")
+
+
+# -- + - * / // % ---------------------------------------------------------------
+
+@tack.kernel
+def arith(a, b, add, sub, mul, div, fdiv, mod):
+    for i in range(len(a)):
+        add[i] = a[i] + b[i]
+        sub[i] = a[i] - b[i]
+        mul[i] = a[i] * b[i]
+        div[i] = a[i] / b[i]
+        fdiv[i] = a[i] // b[i]
+        mod[i] = a[i] % b[i]
+
+
+def _div_type(dtype):
+    """The output of ``/``: f64 outputs make f64 the kernel's default float."""
+    if dtype.is_float:
+        return dtype
+    return tack.f64 if dtype.bits >= 32 else tack.f32
+
+
+@pytest.mark.parametrize("dtype", ALL_TYPES, ids=ids(ALL_TYPES))
+def test_arith_matches_numpy(dtype, rng):
+    ftype = _div_type(dtype)
+    for n in SIZES:
+        a_np, b_np = rng.values(dtype, n), rng.values(dtype, n)
+        if dtype.is_float:
+            b_np[b_np == 0] = 1  # float // and % by zero: see test_int_corners
+        else:
+            # divisors of every sign, zero and -1 included
+            b_np[: n // 4] = rng.ints(dtype, n // 4, -2, 2)
+        a, b = tack.asarray(a_np), tack.asarray(b_np)
+        outs = [zeros(n, dtype) for _ in range(3)] + [zeros(n, ftype)] + \
+               [zeros(n, dtype) for _ in range(2)]
+        arith(a, b, *outs)
+        with np.errstate(all="ignore"):
+            div = a_np.astype(ftype.numpy) / b_np.astype(ftype.numpy)
+            if dtype.is_float:
+                expected = [a_np + b_np, a_np - b_np, a_np * b_np, div,
+                            np.floor_divide(a_np, b_np), np.mod(a_np, b_np)]
+            else:
+                pa, pb = [int(v) for v in a_np], [int(v) for v in b_np]
+                expected = [wrap([x + y for x, y in zip(pa, pb)], dtype),
+                            wrap([x - y for x, y in zip(pa, pb)], dtype),
+                            wrap([x * y for x, y in zip(pa, pb)], dtype), div,
+                            wrap([py_floordiv(x, y) for x, y in zip(pa, pb)], dtype),
+                            wrap([py_mod(x, y) for x, y in zip(pa, pb)], dtype)]
+        for what, got, want in zip(("+", "-", "*", "/", "//", "%"), outs, expected):
+            check(got, want, f"{dtype} {what}", rng, n)
+
+
+FLOOR_CASES = [(7.5, 2.0), (-7.5, 2.0), (7.5, -2.0), (-7.5, -2.0), (0.0, -3.0),
+               (-0.0, 3.0), (-0.0, -3.0), (5.0, 0.1), (-1.0, 3.0), (1.0, -3.0),
+               (math.inf, 2.0), (2.0, math.inf), (-2.0, math.inf), (6.0, 3.0),
+               (-6.0, 3.0), (0.75, 0.25), (-1e-3, 7.0)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+def test_float_floordiv_and_mod_follow_python(dtype, rng):
+    xs = np.array([x for x, _ in FLOOR_CASES], dtype=dtype.numpy)
+    ys = np.array([y for _, y in FLOOR_CASES], dtype=dtype.numpy)
+    ftype = dtype
+    outs = [zeros(len(xs), dtype) for _ in range(3)] + [zeros(len(xs), ftype)] + \
+           [zeros(len(xs), dtype) for _ in range(2)]
+    arith(tack.asarray(xs), tack.asarray(ys), *outs)
+    fdiv, mod = outs[4].numpy(), outs[5].numpy()
+    for k, (x, y) in enumerate(zip(xs, ys)):
+        want_q, want_r = divmod(float(x), float(y))  # Python's own float rules
+        for got, want, op in ((fdiv[k], want_q, "//"), (mod[k], want_r, "%")):
+            want = dtype.numpy.type(want)
+            assert (got == want and math.copysign(1, got) == math.copysign(1, want)) \
+                or (math.isnan(got) and math.isnan(want)), \
+                f"{dtype}: {float(x)!r} {op} {float(y)!r} gave {got!r}, Python {want!r}"
+
+
+# -- ** -------------------------------------------------------------------------
+
+@tack.kernel
+def power(a, e, out):
+    for i in range(len(a)):
+        out[i] = a[i] ** e[i]
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES, ids=ids(INT_TYPES))
+def test_int_power_wraps_like_python(dtype, rng):
+    for n in SIZES:
+        a_np = rng.values(dtype, n)
+        e_np = rng.ints(dtype, n, 0, 70)
+        out = zeros(n, dtype)
+        power(tack.asarray(a_np), tack.asarray(e_np), out)
+        want = wrap([pow(int(x), int(y), 1 << 64) for x, y in zip(a_np, e_np)], dtype)
+        check(out, want, f"{dtype} **", rng, n)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+def test_float_power_within_two_ulp(dtype, rng):
+    for n in SIZES:
+        a_np = rng.floats(dtype, n, 0.01, 20.0)
+        e_np = rng.floats(dtype, n, -6.0, 6.0)
+        # negative bases with integral exponents, and exact squares
+        a_np[: n // 4] *= -1
+        e_np[: n // 4] = np.round(e_np[: n // 4])
+        out = zeros(n, dtype)
+        power(tack.asarray(a_np), tack.asarray(e_np), out)
+        want = np.power(a_np.astype(np.float64), e_np.astype(np.float64))
+        err = np.abs(out.numpy() - want) / np.spacing(np.abs(want.astype(dtype.numpy)))
+        assert err.size == 0 or err.max() <= 2, \
+            f"{dtype} ** off by {err.max()} ulp at {a_np[err.argmax()]!r} ** " \
+            f"{e_np[err.argmax()]!r} (n={n} {rng})"
+
+
+# -- shifts, bit operations, negation --------------------------------------------
+
+@tack.kernel
+def bits(a, b, s, band, bor, bxor, inv, shl, shr, neg):
+    for i in range(len(a)):
+        band[i] = a[i] & b[i]
+        bor[i] = a[i] | b[i]
+        bxor[i] = a[i] ^ b[i]
+        inv[i] = ~a[i]
+        shl[i] = a[i] << s[i]
+        shr[i] = a[i] >> s[i]
+        neg[i] = -a[i]
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES, ids=ids(INT_TYPES))
+def test_bit_operations_and_shifts(dtype, rng):
+    for n in SIZES:
+        a_np, b_np = rng.values(dtype, n), rng.values(dtype, n)
+        s_np = rng.ints(dtype, n, 0, dtype.bits + 3)  # counts >= width included
+        outs = [zeros(n, dtype) for _ in range(7)]
+        bits(tack.asarray(a_np), tack.asarray(b_np), tack.asarray(s_np), *outs)
+        pa, pb, ps = ([int(v) for v in x] for x in (a_np, b_np, s_np))
+        expected = [[x & y for x, y in zip(pa, pb)], [x | y for x, y in zip(pa, pb)],
+                    [x ^ y for x, y in zip(pa, pb)], [~x for x in pa],
+                    [x << s for x, s in zip(pa, ps)], [x >> s for x, s in zip(pa, ps)],
+                    [-x for x in pa]]
+        for what, got, want in zip(("&", "|", "^", "~", "<<", ">>", "neg"), outs,
+                                   expected):
+            check(got, wrap(want, dtype), f"{dtype} {what}", rng, n)
+
+
+@tack.kernel
+def negate(a, out):
+    for i in range(len(a)):
+        out[i] = -a[i]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+def test_float_negation(dtype, rng):
+    for n in SIZES:
+        a_np = rng.values(dtype, n)
+        out = zeros(n, dtype)
+        negate(tack.asarray(a_np), out)
+        check(out, -a_np, f"{dtype} neg", rng, n)
+    out = zeros(2, dtype)
+    negate(tack.asarray(np.array([0.0, -0.0], dtype=dtype.numpy)), out)
+    assert list(np.signbit(out.numpy())) == [True, False]
+
+
+# -- abs, min, max -------------------------------------------------------------------
+
+@tack.kernel
+def minmax(a, b, c, mn2, mn3, mx2, mx3, ab):
+    for i in range(len(a)):
+        mn2[i] = min(a[i], b[i])
+        mn3[i] = min(a[i], b[i], c[i])
+        mx2[i] = max(a[i], b[i])
+        mx3[i] = max(c[i], a[i], b[i])
+        ab[i] = abs(a[i])
+
+
+@pytest.mark.parametrize("dtype", ALL_TYPES, ids=ids(ALL_TYPES))
+def test_abs_min_max_follow_python(dtype, rng):
+    for n in SIZES:
+        a_np, b_np, c_np = (rng.values(dtype, n) for _ in range(3))
+        if dtype.is_float and n:
+            for x in (a_np, b_np, c_np):  # NaN: Python keeps the first argument
+                x[rng.gen.random(n) < 0.1] = np.nan
+            a_np[rng.gen.random(n) < 0.1] = -0.0
+        outs = [zeros(n, dtype) for _ in range(5)]
+        minmax(*(tack.asarray(x) for x in (a_np, b_np, c_np)), *outs)
+        triples = list(zip(a_np.tolist(), b_np.tolist(), c_np.tolist()))
+        expected = [[min(x, y) for x, y, _ in triples],
+                    [min(x, y, z) for x, y, z in triples],
+                    [max(x, y) for x, y, _ in triples],
+                    [max(z, x, y) for x, y, z in triples]]
+        for what, got, want in zip(("min2", "min3", "max2", "max3"), outs, expected):
+            check(got, np.array(want, dtype=dtype.numpy), f"{dtype} {what}", rng, n)
+        want_abs = np.abs(a_np) if dtype.is_float else wrap([abs(x) for x in a_np.tolist()],
+                                                            dtype)
+        check(outs[4], want_abs, f"{dtype} abs", rng, n)
+
+
+# -- comparisons, chained comparisons, and/or/not, conditional expressions ----------
+
+@tack.kernel
+def compare(a, b, c, lt, le, gt, ge, eq, ne, chain, chain2, both, either, nota, pick):
+    for i in range(len(a)):
+        lt[i] = a[i] < b[i]
+        le[i] = a[i] <= b[i]
+        gt[i] = a[i] > b[i]
+        ge[i] = a[i] >= b[i]
+        eq[i] = a[i] == b[i]
+        ne[i] = a[i] != b[i]
+        chain[i] = a[i] < b[i] <= c[i]
+        chain2[i] = a[i] == b[i] != c[i]
+        both[i] = a[i] and b[i]
+        either[i] = a[i] or c[i]
+        nota[i] = not a[i]
+        pick[i] = a[i] if a[i] > b[i] else c[i]
+
+
+def _small_values(dtype, n, rng):
+    """Few distinct values, so that equal operands are common."""
+    if dtype.is_float:
+        pool = np.array([0.0, -0.0, 1.0, -1.5, 2.25, np.nan, np.inf, -np.inf])
+        return pool[rng.gen.integers(0, len(pool), n)].astype(dtype.numpy)
+    lo = -3 if dtype.is_signed else 0
+    info = np.iinfo(dtype.numpy)
+    pool = np.array([lo, 0, 1, 2, 3, info.max, info.min], dtype=dtype.numpy)
+    return pool[rng.gen.integers(0, len(pool), n)]
+
+
+@pytest.mark.parametrize("dtype", ALL_TYPES, ids=ids(ALL_TYPES))
+def test_comparisons_and_logic_follow_python(dtype, rng):
+    for n in SIZES:
+        a_np, b_np, c_np = (_small_values(dtype, n, rng) for _ in range(3))
+        outs = [zeros(n, tack.i32) for _ in range(11)] + [zeros(n, dtype)]
+        compare(*(tack.asarray(x) for x in (a_np, b_np, c_np)), *outs)
+        t = list(zip(a_np.tolist(), b_np.tolist(), c_np.tolist()))
+        expected = [
+            [x < y for x, y, _ in t], [x <= y for x, y, _ in t],
+            [x > y for x, y, _ in t], [x >= y for x, y, _ in t],
+            [x == y for x, y, _ in t], [x != y for x, y, _ in t],
+            [x < y <= z for x, y, z in t], [x == y != z for x, y, z in t],
+            [bool(x and y) for x, y, _ in t], [bool(x or z) for x, _, z in t],
+            [not x for x, _, _ in t]]
+        names = ("<", "<=", ">", ">=", "==", "!=", "a<b<=c", "a==b!=c", "and", "or",
+                 "not")
+        for what, got, want in zip(names, outs, expected):
+            check(got, np.array(want, dtype=np.int32), f"{dtype} {what}", rng, n)
+        check(outs[11], np.array([x if x > y else z for x, y, z in t], dtype=dtype.numpy),
+              f"{dtype} if-else", rng, n)
+
+
+@tack.kernel
+def evaluated_once(a, calls, skipped, chain, logic, pick):
+    for i in range(len(a)):
+        chain[i] = 0 <= tack.atomic_add(calls, i, 1) < a[i]
+        logic[i] = a[i] > 2 and tack.atomic_add(skipped, i, 1) >= 0
+        pick[i] = tack.atomic_add(skipped, i, 10) if a[i] > 4 else a[i]
+
+
+def test_chained_comparison_short_circuit_and_select_evaluate_once(rng):
+    for n in SIZES:
+        a_np = rng.ints(tack.i32, n, 0, 6)
+        calls, skipped = zeros(n, tack.i32), zeros(n, tack.i32)
+        chain, logic, pick = zeros(n, tack.i32), zeros(n, tack.i32), zeros(n, tack.i32)
+        evaluated_once(tack.asarray(a_np), calls, skipped, chain, logic, pick)
+        check(calls, np.ones(n, np.int32), "middle of a chain runs once", rng, n)
+        check(chain, (a_np > 0).astype(np.int32), "chain", rng, n)
+        check(logic, (a_np > 2).astype(np.int32), "and", rng, n)
+        want_skipped = (a_np > 2).astype(np.int32) + 10 * (a_np > 4)
+        check(skipped, want_skipped, "right side only when needed", rng, n)
+        check(pick, np.where(a_np > 4, (a_np > 2).astype(np.int32), a_np), "select",
+              rng, n)
+
+
+# -- casts ---------------------------------------------------------------------------
+
+@tack.kernel
+def float_casts(x, to_int, to_float, to_f32, to_i8, to_u8, to_i16, to_u32, to_u64, to_i32):
+    for i in range(len(x)):
+        to_int[i] = int(x[i])
+        to_float[i] = float(x[i])
+        to_f32[i] = tack.f32(x[i])
+        to_i8[i] = tack.i8(x[i])
+        to_u8[i] = tack.u8(x[i])
+        to_i16[i] = tack.i16(x[i])
+        to_u32[i] = tack.u32(x[i])
+        to_u64[i] = tack.u64(x[i])
+        to_i32[i] = tack.i32(x[i])
+
+
+def saturate(value: float, dtype):
+    """Float to int as the language defines it: truncate, saturate, NaN gives 0."""
+    if math.isnan(value):
+        return 0
+    info = np.iinfo(dtype.numpy)
+    if value >= info.max:
+        return int(info.max)
+    if value <= info.min:
+        return int(info.min)
+    return math.trunc(value)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+def test_float_to_int_casts_saturate(dtype, rng):
+    targets = (tack.i64, tack.f64, tack.f32, tack.i8, tack.u8, tack.i16, tack.u32,
+               tack.u64, tack.i32)
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.5, -0.5, -1.0, 127.9, 128.0, -128.5,
+                -129.0, 255.5, 256.0, 2.0**31, -2.0**31, 2.0**32, 2.0**63, -2.0**63,
+                2.0**64, 1e30, -1e30]
+    for n in SIZES:
+        x_np = (rng.values(dtype, n) * 100).astype(dtype.numpy)
+        x_np[: min(n, len(specials))] = specials[: min(n, len(specials))]
+        outs = [zeros(n, t) for t in targets]
+        float_casts(tack.asarray(x_np), *outs)
+        xs = x_np.tolist()
+        for t, got in zip(targets, outs):
+            if t.is_float:
+                want = x_np.astype(t.numpy)
+            else:
+                want = np.array([saturate(v, t) for v in xs], dtype=t.numpy)
+            check(got, want, f"{dtype} -> {t}", rng, n)
+
+
+@tack.kernel
+def int_casts(x, o_i8, o_u8, o_i16, o_u16, o_i32, o_u32, o_i64, o_u64, o_f32, o_f64):
+    for i in range(len(x)):
+        o_i8[i] = tack.i8(x[i])
+        o_u8[i] = tack.u8(x[i])
+        o_i16[i] = tack.i16(x[i])
+        o_u16[i] = tack.u16(x[i])
+        o_i32[i] = tack.i32(x[i])
+        o_u32[i] = tack.u32(x[i])
+        o_i64[i] = tack.i64(x[i])
+        o_u64[i] = tack.u64(x[i])
+        o_f32[i] = tack.f32(x[i])
+        o_f64[i] = tack.f64(x[i])
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES, ids=ids(INT_TYPES))
+def test_int_casts_wrap_and_extend(dtype, rng):
+    targets = (tack.i8, tack.u8, tack.i16, tack.u16, tack.i32, tack.u32, tack.i64,
+               tack.u64, tack.f32, tack.f64)
+    for n in SIZES:
+        x_np = rng.values(dtype, n)
+        outs = [zeros(n, t) for t in targets]
+        int_casts(tack.asarray(x_np), *outs)
+        for t, got in zip(targets, outs):
+            want = x_np.astype(t.numpy) if t.is_float else wrap(x_np.tolist(), t)
+            check(got, want, f"{dtype} -> {t}", rng, n)
+
+
+@tack.kernel
+def float_of_int(x, out):
+    for i in range(len(x)):
+        out[i] = int(float(x[i]))
+
+
+@tack.kernel
+def float_of_int_f64(x, out, unused):
+    for i in range(len(x)):
+        out[i] = int(float(x[i]))
+
+
+def test_float_takes_the_kernel_default_float(rng):
+    x_np = np.array([2**40 + 1, -(2**53) - 3, 2**25 + 1, 12345], dtype=np.int64)
+    x_np = np.concatenate([x_np, rng.ints(tack.i64, 29)])
+    out = zeros(len(x_np), tack.i64)
+    float_of_int(tack.asarray(x_np), out)  # no f64 array: float() is f32
+    check(out, x_np.astype(np.float32).astype(np.int64), "float() as f32", rng,
+          len(x_np))
+    out = zeros(len(x_np), tack.i64)
+    float_of_int_f64(tack.asarray(x_np), out, zeros(1, tack.f64))  # an f64 array
+    check(out, x_np.astype(np.float64).astype(np.int64), "float() as f64", rng,
+          len(x_np))
+
+
+@tack.kernel
+def weak_literals(x, half, twice, mixed):
+    for i in range(len(x)):
+        half[i] = x[i] * 0.1
+        twice[i] = x[i] * 2
+        mixed[i] = x[i] / 3
+
+
+def test_weak_literals_keep_the_operand_type(rng):
+    for n in SIZES:
+        x_np = rng.floats(tack.f32, n)
+        half, twice = zeros(n, tack.f32), zeros(n, tack.f32)
+        mixed = zeros(n, tack.f32)
+        weak_literals(tack.asarray(x_np), half, twice, mixed)
+        check(half, x_np * np.float32(0.1), "f32 * 0.1 in f32", rng, n)
+        check(twice, x_np * np.float32(2), "f32 * 2", rng, n)
+        check(mixed, x_np / np.float32(3), "f32 / 3", rng, n)
