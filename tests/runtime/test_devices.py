@@ -57,11 +57,11 @@ def test_spec_neither_string_nor_device_raises_type_error(spec, name):
 
 
 @pytest.mark.parametrize("spec,type_", [("vulkan", "vulkan"), ("CPU", "CPU"),
-                                        ("", ""), ("opencl:0", "opencl")])
+                                        ("", ""), ("sycl:0", "sycl")])
 def test_unknown_device_type_raises_value_error(spec, type_):
     with pytest.raises(ValueError, match=re.escape(
             f"Unknown device type: '{type_}'. Available: cpu, cuda, hip, level_zero, "
-            f"metal")):
+            f"metal, opencl")):
         tack.device(spec)
 
 

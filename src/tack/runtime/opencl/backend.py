@@ -178,15 +178,19 @@ class OpenCLBackend(Backend):
             if total > MAX_LAUNCH:
                 raise ValueError(f"a launch of {total} iterations is larger than one "
                                  f"OpenCL grid can index ({MAX_LAUNCH})")
-            hosts = [np.empty(n, d) for n, d in zip(counts, dtypes)]
-            for arg, buffer, slot in info.slots:
-                hosts[buffer][slot] = args[arg]
+            scalars = tuple(args[arg] for arg, _, _ in info.slots)
             arrays = [a._buffer.mem for a in args if hasattr(a, "_buffer")]
             size = -(-total // WORKGROUP) * WORKGROUP
             with program.lock:
-                for mem, host in zip(packs, hosts):
-                    cl.enqueue_copy(queue, mem, host, is_blocking=False)
+                if scalars != last[0]:  # the pack buffers already hold equal values
+                    hosts = [np.empty(n, d) for n, d in zip(counts, dtypes)]
+                    for (arg, buffer, slot), value in zip(info.slots, scalars):
+                        hosts[buffer][slot] = value
+                    for mem, host in zip(packs, hosts):
+                        cl.enqueue_copy(queue, mem, host, is_blocking=False)
+                    last[0] = scalars
                 kernel.set_args(*arrays, *packs, np.int64(total),
                                 *[np.int64(e) for e in extents[1:]])
                 cl.enqueue_nd_range_kernel(queue, kernel, (size,), (WORKGROUP,))
+        last = [None]
         return launch
