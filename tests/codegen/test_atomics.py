@@ -17,6 +17,8 @@ import pytest
 
 import tack
 
+BACKEND = tack.get_default_device().backend.class_name
+
 ATOMIC_TYPES = (tack.i32, tack.i64, tack.u32, tack.u64, tack.f32, tack.f64)
 SIZES = (0, 1, 7, 33, 1000, 4097, 60_000)
 SLOTS = 3
@@ -176,7 +178,7 @@ UNSUPPORTED = (tack.i8, tack.i16, tack.u8, tack.u16)
 def test_atomics_on_narrow_ints_name_the_dtype(dtype):
     for kernel, name, col in ((atomic_on, "atomic_add", 9), (atomic_max_on, "atomic_max", 9)):
         message = (f"Kernel '{kernel.name}': tack.{name} on 'acc' of dtype {dtype} is "
-                   f"not supported on CPUBackend (atomics take i32, i64, u32, u64, f32, "
+                   f"not supported on {BACKEND} (atomics take i32, i64, u32, u64, f32, "
                    f"f64) at line 4, column {col}")
         with pytest.raises(TypeError, match=re.escape(message)):
             kernel(tack.zeros(3, dtype=dtype))

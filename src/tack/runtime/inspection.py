@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from ..ir.cost import iteration_cost
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
+from ..ir.passes.annotate import annotate_types
 from ..ir.printer import format_function
+from ..ir.verify import verify
 from .debug import debug_enabled, hidden_arrays
 from .device import get_default_device
 from .dispatch import arrays_disjoint, classify, placement
@@ -41,8 +43,8 @@ def inspect(kernel, *args, mode: str = "source") -> str:
     request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                              backend.class_name, disjoint)
     optimized = run_pipeline(template, request)
-    if mode == "ir":
-        return format_function(backend.typed(optimized))
+    if mode == "ir":  # before any backend's scalar packing
+        return format_function(verify(annotate_types(optimized), "typed"))
     if mode == "cost":
         cost = iteration_cost(backend.typed(optimized))
         return (f"kernel {kernel.name}: per iteration {cost.flops:g} flops, "

@@ -317,18 +317,26 @@ def _while(s, em):
 
 @stmt.register(S.SeqFor)
 def _seq_for(s, em):
+    """Python's range: a trip count computed without overflow, then a counter,
+    so the variable never wraps past the type's limits. An unsigned step
+    counts down when it is negative as a signed value."""
     dtype = s.start.dtype  # annotation gave the bounds the variable's type
     t = em.type(dtype)
-    cur, stop, step = em.fresh("i"), em.fresh("stop"), em.fresh("step")
-    em.emit(f"{{ {t} {stop} = {c(s.stop, em)}; {t} {step} = {c(s.step, em)};")
-    if isinstance(s.step, E.Const):
-        test = f"{cur} < {stop}" if s.step.value > 0 else f"{cur} > {stop}"
-    else:
-        test = (f"({step} > 0 ? {cur} < {stop} : ({step} < 0 ? {cur} > {stop} : 0))"
-                if dtype.is_signed else f"({step} != 0 && {cur} < {stop})")
-    em.emit(f"for ({t} {cur} = {c(s.start, em)}; {test}; {cur} += {step}) {{")
+    ut = em.type(T.scalar_type(f"u{dtype.bits}"))
+    st = em.type(T.scalar_type(f"i{dtype.bits}"))
+    start, stop, step, trips, k = (em.fresh(n) for n in ("start", "stop", "step",
+                                                         "trips", "k"))
+    em.emit(f"{{ {t} {start} = {c(s.start, em)}; {t} {stop} = {c(s.stop, em)}; "
+            f"{t} {step} = {c(s.step, em)}; {ut} {trips} = 0;")
+    up, down = (f"({st}){step} > 0", f"({st}){step} < 0")
+    less, more = (f"{start} < {stop}", f"{start} > {stop}")
+    em.emit(f"if ({up} && {less}) {trips} = ({ut})(({ut}){stop} - ({ut}){start} - 1) / "
+            f"({ut}){step} + 1;")
+    em.emit(f"else if ({down} && {more}) {trips} = ({ut})(({ut}){start} - ({ut}){stop} "
+            f"- 1) / ({ut})(0 - ({ut}){step}) + 1;")
+    em.emit(f"for ({ut} {k} = 0; {k} < {trips}; {k}++) {{")
     em.depth += 1
-    em.emit(f"{em.name(s.var)} = {cur};")
+    em.emit(f"{em.name(s.var)} = ({t})(({ut}){start} + {k} * ({ut}){step});")
     em.depth -= 1
     em.block(s.body)
     em.emit("} }")

@@ -60,7 +60,8 @@ class OpenCLTarget(CTarget):
         T.u16: "ushort", T.u32: "uint", T.u64: "ulong", T.f32: "float", T.f64: "double",
     }
     index_type = "long"
-    header = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    header = ("#pragma OPENCL FP_CONTRACT OFF\n"  # a*b+c is two roundings, as in Python
+              "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
               "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
               "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable\n")
 
