@@ -10,8 +10,9 @@ from . import cache
 from . import types as _types
 from .errors import IRVerificationError, UnsupportedSyntaxError
 from .lang.func import Func, func
-from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub,
-                              ndindex, register_type_intrinsics)
+from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub, barrier,
+                              block_max, block_min, block_sum, local_array, ndindex,
+                              register_type_intrinsics, shared, thread_id)
 from .runtime.array import Array
 from .runtime.aio import sync_async
 from .runtime.debug import debug_enabled, set_debug
@@ -24,6 +25,7 @@ from .runtime.device import (Device, device, device_count, get_default_device,
                              set_default_device, sync)
 from .runtime.inspection import inspect
 from .runtime.kernel import Kernel, kernel
+from .communication import Blocks, Plan, Routing, World
 from .types import (ScalarType, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
 
 __version__ = "0.1.0"
@@ -31,9 +33,10 @@ __version__ = "0.1.0"
 register_type_intrinsics(_types)
 
 __all__ = [
-    "Array", "Device", "Func", "IRVerificationError", "Kernel", "ScalarType",
+    "Array", "Blocks", "Plan", "Routing", "World", "Device", "Func", "IRVerificationError", "Kernel", "ScalarType",
     "UnsupportedSyntaxError", "arange", "array", "array_from_ptr", "asarray",
-    "atomic_add", "concat", "copyto", "empty_like", "from_dlpack", "full_like",
+    "atomic_add", "barrier", "block_max", "block_min", "block_sum", "concat",
+    "local_array", "shared", "thread_id", "copyto", "empty_like", "from_dlpack", "full_like",
     "memory_space", "ones_like", "zeros_like", "sync_async", "device_count",
     "set_default_device", "set_debug", "debug_enabled",
     "atomic_max", "atomic_min", "atomic_sub", "device", "device_count", "empty",

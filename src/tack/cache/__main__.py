@@ -20,6 +20,14 @@ def main(argv=None) -> int:
     clearing = commands.add_parser("clear", help="delete this version's entries")
     clearing.add_argument("--all", action="store_true", help="every Tack version's")
     args = parser.parse_args(argv)
+    try:
+        _run(args)
+    except ValueError as exc:   # a bad --max-size or TACK_CACHE* value
+        parser.error(str(exc))
+    return 0
+
+
+def _run(args) -> None:
     if args.command == "info":
         print(json.dumps(describe(), indent=2))
     elif args.command == "pack":
@@ -30,7 +38,6 @@ def main(argv=None) -> int:
         print(f"removed {removed} files; {left} bytes left")
     else:
         print(f"removed {clear(all_versions=args.all)} files")
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,10 +5,11 @@ an index of ``[key, kind, offset, length, sha256]``) | the entries, each a
 whole entry file as ``store.py`` writes it.
 
 ``load_bundle(comm=...)`` is collective: rank 0 reads and verifies the file,
-broadcasts a status (the size, or the reason it cannot be used), then the
-bytes in chunks (so bundles over 2 GiB work); every rank fills its in-memory
-cache from the same bytes. A failure on rank 0 reaches every rank as the same
-outcome: no entries, kernels compile, one warning (on rank 0).
+broadcasts its size (-1 when it cannot be used), then the bytes in chunks (so
+bundles over 2 GiB work), as buffers, never pickled objects; every rank fills
+its in-memory cache from the same bytes. A failure on rank 0, of any kind,
+reaches every rank as the same outcome: no entries, kernels compile, one
+warning (on rank 0).
 """
 
 from __future__ import annotations
@@ -67,24 +68,37 @@ def parse(data: bytes) -> dict:
         header = json.loads(data[16:16 + size])
     except (struct.error, ValueError) as exc:
         raise ValueError(f"damaged header ({exc})") from None
+    if not isinstance(header, dict):
+        raise ValueError("damaged header (not a JSON object)")
     mine = versions()
     foreign = [k for k in mine if header.get(k) != mine[k]]
     if foreign:
         raise ValueError(f"made by another version ({', '.join(foreign)} differ)")
     blob = memoryview(data)[16 + size:]
     entries = {}
-    for key, kind, offset, length, digest in header.get("index", []):
-        if offset < 0 or offset + length > len(blob):
-            raise ValueError("an index entry points past the end of the file")
-        piece = bytes(blob[offset:offset + length])
-        if hashlib.sha256(piece).hexdigest() != digest:
-            raise ValueError(f"entry {key}.{kind} is damaged")
-        entries[key] = piece
+    try:
+        for key, kind, offset, length, digest in header.get("index", []):
+            if offset < 0 or length < 0 or offset + length > len(blob):
+                raise ValueError("an index entry points past the end of the file")
+            piece = bytes(blob[offset:offset + length])
+            if hashlib.sha256(piece).hexdigest() != digest:
+                raise ValueError(f"entry {key}.{kind} is damaged")
+            entries[key] = piece
+    except (TypeError, AttributeError) as exc:   # an index of the wrong shape
+        raise ValueError(f"damaged index ({exc})") from None
     return entries
 
 
 def _read(path: str) -> bytes:
+    """The bundle's bytes, if it and its directory pass the cache's trust rule
+    (its code is executed); else ``ValueError`` (or ``OSError``) saying why."""
+    reason = store.unsafe_reason(os.path.dirname(os.path.abspath(path)))
+    if reason:
+        raise ValueError(f"its directory is not trusted: {reason}")
     with open(path, "rb") as f:
+        reason = store.owner_reason(os.fstat(f.fileno()))
+        if reason:
+            raise ValueError(f"the file is not trusted: {reason}")
         return f.read()
 
 
@@ -111,23 +125,31 @@ def _install(entries: dict) -> int:
 def _load_collective(path: str, comm) -> int:
     import numpy as np
     rank = comm.Get_rank()
-    data, status = b"", None
+    data, entries, reason = b"", None, ""
     if rank == 0:
         try:
             data = _read(path)
-            parse(data)
-            status = (len(data), "")
-        except (OSError, ValueError) as exc:
-            status = (-1, str(exc))
-    status = comm.bcast(status, root=0)
-    size, reason = status
+            entries = parse(data)
+        except Exception as exc:  # anything: the other ranks wait for the size
+            reason, entries = str(exc), None
+    # Buffers only (no pickled objects): the size, -1 when rank 0 cannot use it.
+    size = np.array([len(data) if entries is not None else -1], np.int64)
+    comm.Bcast(size, root=0)
+    size = int(size[0])
     if size < 0:
         if rank == 0:
             store.warn(f"Tack's kernel bundle {path} is not used: {reason}; kernels "
                        f"compile instead")
         return 0
-    buffer = np.frombuffer(data, np.uint8).copy() if rank == 0 else np.empty(size,
-                                                                            np.uint8)
+    buffer = np.frombuffer(data, np.uint8).copy() if rank == 0 else np.empty(
+        size, np.uint8)
     for start in range(0, size, CHUNK):
         comm.Bcast(buffer[start:start + CHUNK], root=0)
-    return _install(parse(buffer.tobytes()))
+    if rank != 0:
+        try:
+            entries = parse(buffer.tobytes())
+        except ValueError as exc:  # this rank runs another Tack, Python or LLVM
+            store.warn(f"Tack's kernel bundle {path} is not used on rank {rank}: "
+                       f"{exc}; kernels compile instead")
+            return 0
+    return _install(entries)

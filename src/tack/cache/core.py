@@ -1,11 +1,11 @@
 """The process's kernel cache: lookups and stores of IR templates and variants.
 
-Keys are SHA-256 content hashes (see ``keys.py``); values are entry files
+Keys are SHA-256 content hashes (see ``kernels.py``); values are entry files
 (``store.py``). A bundle loaded into the process (``bundle.py``) answers
 first. Modes: ``write`` reads and writes the directory; ``read`` only reads
-it; ``bundle`` answers from the loaded bundle, reads the directory only on
-rank 0 (or without MPI), and writes there only on rank 0; ``off`` does
-nothing.
+it (it does not even refresh the entries' last-use times); ``bundle``
+answers from the loaded bundle, reads the directory only on rank 0 (or
+without MPI), and writes there only on rank 0; ``off`` does nothing.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class KernelCache:
         known = self._usable.get(settings.directory)
         if known is None:
             known = store.usable_directory(settings.directory,
-                                           create=settings.mode == "write")
+                                           create=settings.mode in ("write", "bundle"))
             self._usable[settings.directory] = known
         return known
 
@@ -83,12 +83,11 @@ class KernelCache:
         return self._directory_ok(settings)
 
     def _writes_files(self, settings) -> bool:
-        if settings.mode == "write":
-            return self._directory_ok(settings)
-        if settings.mode == "bundle":
-            return S.mpi_rank() in (None, 0) and store.usable_directory(
-                settings.directory, create=True)
-        return False
+        if settings.mode not in ("write", "bundle"):
+            return False
+        if settings.mode == "bundle" and S.mpi_rank() not in (None, 0):
+            return False
+        return self._directory_ok(settings)   # checked (and warned about) once
 
     def _path(self, settings, key: str, kind: str) -> str:
         return os.path.join(self.version_directory(settings.directory), f"{key}.{kind}")
@@ -116,8 +115,8 @@ class KernelCache:
                        f"({source}); the kernel is compiled again")
             self._count("misses")
             return None
-        if path is not None:
-            store.touch(path)
+        if path is not None and settings.mode != "read":
+            store.touch(path)   # the LRU stamp; read mode changes nothing
         self._count("hits")
         return decoded[1]
 
@@ -136,7 +135,7 @@ class KernelCache:
             return
         self._pruned = True
         if store.prune_due(settings.directory):
-            store.prune(settings.directory, settings.max_size)
+            store.prune(settings.directory, settings.max_size, only_past_limit=True)
 
     def _count(self, name: str) -> None:
         with self._lock:

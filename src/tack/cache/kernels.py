@@ -1,11 +1,13 @@
 """Cache keys and codecs for the two kinds of entry: IR templates and variants.
 
 ``.ir``: the lowered, verified template, keyed by the kernel's source, the
-source of every device function it can reach, the lowering specialization,
-and the Tack and Python versions. ``.variant``: the post-pass IR and the
-backend's artifact (object code on the CPU), keyed by the template's key, the
-variant key, the backend's target (triple, CPU name and features) and the
-LLVM version. No key contains a time, a path or an object id.
+source of every device function it can reach, where each of those sources
+sits (file, first line, indent: the IR carries source positions for error
+messages, so a moved function must not reuse positions from before), the
+lowering specialization, and the Tack and Python versions. ``.variant``: the
+post-pass IR and the backend's artifact (object code on the CPU), keyed by
+the template's key, the variant key, the backend's target (triple, CPU name
+and features) and the LLVM version. No key contains a time or an object id.
 """
 
 from __future__ import annotations
@@ -31,11 +33,16 @@ def ir_key(kernel, specialization) -> str:
     from ..lang.dependencies import reachable_functions
     funcs = reachable_functions(kernel.fn, kernel.source.tree)
     return _digest({
-        "kernel": kernel.source.text,
-        "functions": [[f.fn.__module__, f.fn.__qualname__, f.source.text] for f in funcs],
+        "kernel": [kernel.source.text, *_position(kernel.source)],
+        "functions": [[f.fn.__module__, f.fn.__qualname__, f.source.text,
+                       *_position(f.source)] for f in funcs],
         "specialization": repr(specialization),
         "versions": versions(),
     })
+
+
+def _position(source) -> list:
+    return [source.file, source.first_line, source.indent]
 
 
 def variant_key(template_key: str, key_parts, target) -> str:
@@ -52,8 +59,9 @@ def load_template(key: str):
     try:
         meta, _ = unpack_payload(payload)
         return _decode_lowered(meta)
-    except (ValueError, KeyError, TypeError) as exc:
-        store.warn(f"Tack's kernel cache ignored an unreadable IR entry ({exc})")
+    except Exception as exc:  # an entry that does not decode is a miss
+        store.warn(f"Tack's kernel cache ignored an unreadable IR entry ({exc}); "
+                   f"the kernel is compiled again")
         return None
 
 

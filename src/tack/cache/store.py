@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import struct
 import tempfile
@@ -35,6 +36,9 @@ _SIZE = struct.Struct("<Q")
 PRUNE_INTERVAL = 3600.0
 PRUNE_STAMP = "last-prune"
 ENTRY_SUFFIXES = (".ir", ".variant")
+# The only names pruning and clearing touch: a SHA-256 key and an entry suffix.
+ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.(ir|variant)")
+TEMP_PREFIX = ".tmp-"
 
 
 class CacheWarning(RuntimeWarning):
@@ -47,10 +51,15 @@ def warn(message: str) -> None:
 
 # -- the directory -----------------------------------------------------------------
 
-def _unsafe_reason(path: str):
+def unsafe_reason(path: str):
+    """Why ``path`` may not hold code Tack executes, or None (OSError if missing)."""
     if os.path.realpath(path) != os.path.abspath(path):
         return "it is reached through a symbolic link"
-    info = os.stat(path)
+    return owner_reason(os.stat(path))
+
+
+def owner_reason(info: os.stat_result):
+    """Why a file or directory with this ``stat`` is not trusted, or None."""
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         return "it belongs to another user"
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -65,7 +74,7 @@ def usable_directory(path: str, create: bool) -> bool:
             if not create:
                 return False
             os.makedirs(path, mode=0o700, exist_ok=True)
-        reason = _unsafe_reason(path)
+        reason = unsafe_reason(path)
     except OSError as exc:
         warn(f"Tack's kernel cache is off: cannot use {path}: {exc}")
         return False
@@ -103,6 +112,8 @@ def decode_entry(data: bytes, expected: dict):
         header = json.loads(head)
     except (struct.error, ValueError, UnicodeDecodeError):
         return None
+    if not isinstance(header, dict):
+        return None
     if any(header.get(k) != v for k, v in expected.items()):
         return None
     return header, payload
@@ -124,7 +135,7 @@ def write_atomic(path: str, data: bytes) -> bool:
     directory = os.path.dirname(path)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
     except OSError as exc:
         warn(f"Tack's kernel cache could not write in {directory}: {exc}")
         return False
@@ -160,7 +171,8 @@ def _remove_quietly(path: str) -> None:
 # -- pruning -----------------------------------------------------------------------
 
 def entry_files(directory: str):
-    """(path, size, last use) of every entry of every Tack version."""
+    """(path, size, last use) of every entry of every Tack version: files named
+    like an entry, one level down (other files are never the cache's)."""
     found = []
     try:
         versions = os.listdir(directory)
@@ -168,10 +180,12 @@ def entry_files(directory: str):
         return found
     for version in versions:
         sub = os.path.join(directory, version)
-        if not os.path.isdir(sub):
+        try:
+            names = os.listdir(sub) if os.path.isdir(sub) else []
+        except OSError:
             continue
-        for name in os.listdir(sub):
-            if name.endswith(ENTRY_SUFFIXES):
+        for name in names:
+            if ENTRY_NAME.fullmatch(name):
                 path = os.path.join(sub, name)
                 try:
                     info = os.stat(path)
@@ -182,11 +196,22 @@ def entry_files(directory: str):
 
 
 def abandoned_temporaries(directory: str, older_than: float = 3600.0):
+    """Temporary files a killed writer left, where writers put them: in the
+    directory and in its version directories (never deeper)."""
     now = time.time()
-    for root, _, names in os.walk(directory):
+    folders = [directory]
+    try:
+        folders += [os.path.join(directory, name) for name in os.listdir(directory)]
+    except OSError:
+        return
+    for folder in folders:
+        try:
+            names = os.listdir(folder) if os.path.isdir(folder) else []
+        except OSError:
+            continue
         for name in names:
-            if name.startswith(".tmp-"):
-                path = os.path.join(root, name)
+            if name.startswith(TEMP_PREFIX):
+                path = os.path.join(folder, name)
                 try:
                     if now - os.stat(path).st_mtime > older_than:
                         yield path
@@ -194,16 +219,18 @@ def abandoned_temporaries(directory: str, older_than: float = 3600.0):
                     continue
 
 
-def prune(directory: str, max_size) -> tuple:
+def prune(directory: str, max_size, only_past_limit: bool = False) -> tuple:
     """Delete least recently used entries until they take at most 90% of
-    ``max_size``, and abandoned temporary files; returns (removed, bytes left)."""
+    ``max_size``, and abandoned temporary files; returns (removed, bytes left).
+    With ``only_past_limit`` (automatic pruning), entries are only deleted
+    when they take more than ``max_size``."""
     removed = 0
     for path in abandoned_temporaries(directory):
         _remove_quietly(path)
         removed += 1
     entries = sorted(entry_files(directory), key=lambda e: e[2])
     total = sum(size for _, size, _ in entries)
-    if max_size is not None:
+    if max_size is not None and not (only_past_limit and total <= max_size):
         budget = int(max_size * 0.9)
         for path, size, _ in entries:
             if total <= budget:

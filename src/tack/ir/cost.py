@@ -33,7 +33,10 @@ class Cost:
 
 
 def _itemsize(node, fn) -> int:
-    dtype = fn.param(node.array).dtype
+    try:
+        dtype = fn.param(node.array).dtype
+    except KeyError:  # a shared or local allocation: on-chip, counted as 4 bytes
+        return 4
     return dtype.itemsize if dtype is not None else 4
 
 

@@ -390,6 +390,33 @@ class PowF(MathBinary):
     """``math.pow``: always a float."""
 
 
+# -- workgroups (GPU backends) ------------------------------------------------
+
+@node
+class ThreadId(Expr):
+    """``tack.thread_id()``: this thread's lane in its workgroup (0 to 255)."""
+
+
+@node
+class BlockReduce(UnaryOp):
+    """Base of workgroup reductions: every lane gets the combined value (f32)."""
+
+
+@node
+class BlockSum(BlockReduce):
+    pass
+
+
+@node
+class BlockMin(BlockReduce):
+    pass
+
+
+@node
+class BlockMax(BlockReduce):
+    pass
+
+
 # -- atomics ------------------------------------------------------------------
 
 @node

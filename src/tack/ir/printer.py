@@ -53,6 +53,11 @@ def _bounds(e: E.BoundsCheck) -> str:
     return f"checked#{e.site}([{indices}] < [{extents}])"
 
 
+@expr_text.register(E.ThreadId)
+def _thread_id(e) -> str:
+    return "thread_id()"
+
+
 @expr_text.register(E.BinaryOp)
 def _binary(e: E.BinaryOp) -> str:
     symbol = _SYMBOLS.get(type(e))
@@ -144,6 +149,17 @@ def _break(s, depth):
 def _continue(s, depth):
     return ["  " * depth + ("continue  # next parallel iteration" if s.outermost
                             else "continue")]
+
+
+@stmt_lines.register(S.Barrier)
+def _barrier(s, depth):
+    return ["  " * depth + "barrier()"]
+
+
+@stmt_lines.register(S.Allocate)
+def _allocate(s, depth):
+    kind = "shared" if s.space == "shared" else "local_array"
+    return ["  " * depth + f"{s.name} = {kind}({s.size}, {s.dtype})"]
 
 
 @stmt_lines.register(S.Print)

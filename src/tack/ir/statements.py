@@ -87,6 +87,23 @@ class Continue(Stmt):
 
 
 @node
+class Barrier(Stmt):
+    """``tack.barrier()``: every lane of the workgroup waits here; shared memory
+    written before it is visible after it."""
+
+
+@node
+class Allocate(Stmt):
+    """``name = tack.shared(size, dtype)`` (``space="shared"``: one array per
+    workgroup) or ``tack.local_array(size, dtype)`` (``"local"``: per thread)."""
+
+    name: str = definition()
+    size: int = attr()
+    dtype: ScalarType = attr()
+    space: str = attr()
+
+
+@node
 class Print(Stmt):
     """``print(...)`` of scalars and string labels."""
 

@@ -19,8 +19,10 @@ from . import statements as S
 from .node import Node
 from .traversal import walk_with_path
 
-STAGES = ("lowered", "resolved", "inferred", "localized", "optimized", "typed")
-_LOOP_ONLY = (S.Store, S.Print, E.Atomic, S.SeqFor, S.While)
+STAGES = ("lowered", "resolved", "inferred", "localized", "optimized", "packed",
+          "typed")
+_LOOP_ONLY = (S.Store, S.Print, E.Atomic, S.SeqFor, S.While, S.Barrier, S.Allocate,
+              E.BlockReduce)
 _I32_RESULTS = (E.Compare, E.And, E.Or, E.Not, E.IsNan, E.IsInf, E.IsFinite)
 
 
@@ -113,10 +115,24 @@ def _inferred(fn: S.Function):
             _fail(p, f"function.params[{p.name}]", "parameter without a type")
         if p.is_array:
             arrays.add(p.name)
+    arrays |= {a.name for a in allocations(fn)}
     for j, stmt in enumerate(fn.body):
         for node, path in walk_with_path(stmt, f"function.body[{j}]"):
             if isinstance(node, (E.Load, S.Store, E.Atomic)) and node.array not in arrays:
-                _fail(node, path, f"'{node.array}' is not an array parameter")
+                _fail(node, path, f"'{node.array}' is neither an array parameter nor "
+                                  f"an allocation")
+
+
+def _packed(fn: S.Function):
+    for p in fn.params:
+        if not p.is_array:
+            _fail(p, f"function.params[{p.name}]", "a scalar parameter left after packing")
+
+
+def allocations(fn: S.Function) -> list:
+    """Every ``Allocate`` of the kernel (shared and local arrays)."""
+    from .traversal import walk
+    return [n for stmt in fn.body for n in walk(stmt) if isinstance(n, S.Allocate)]
 
 
 def _typed(fn: S.Function):
@@ -146,6 +162,7 @@ def _typed_node(node, path, local_types):
 _STAGE_CHECKS = {
     "lowered": (), "resolved": (_resolved,), "inferred": (_resolved, _inferred),
     "localized": (_resolved, _inferred), "optimized": (_resolved, _inferred),
+    "packed": (_resolved, _inferred, _packed),
     "typed": (_resolved, _typed),
 }
 

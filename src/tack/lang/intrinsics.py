@@ -20,6 +20,13 @@ atomic_add = _device_only("atomic_add")
 atomic_sub = _device_only("atomic_sub")
 atomic_min = _device_only("atomic_min")
 atomic_max = _device_only("atomic_max")
+thread_id = _device_only("thread_id")
+barrier = _device_only("barrier")
+shared = _device_only("shared")
+local_array = _device_only("local_array")
+block_sum = _device_only("block_sum")
+block_min = _device_only("block_min")
+block_max = _device_only("block_max")
 
 
 def ndindex(*extents):
@@ -35,6 +42,9 @@ TACK_INTRINSICS = {
     id(obj): name for name, obj in {
         "atomic_add": atomic_add, "atomic_sub": atomic_sub,
         "atomic_min": atomic_min, "atomic_max": atomic_max, "ndindex": ndindex,
+        "thread_id": thread_id, "barrier": barrier, "shared": shared,
+        "local_array": local_array, "block_sum": block_sum, "block_min": block_min,
+        "block_max": block_max,
     }.items()
 }
 

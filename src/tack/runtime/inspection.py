@@ -41,7 +41,8 @@ def inspect(kernel, *args, mode: str = "source") -> str:
     arrays = [a for a, s in zip(args, specs) if s.is_array]
     disjoint = backend.specialize_disjoint and arrays_disjoint(arrays)
     request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
-                             backend.class_name, disjoint)
+                             backend.class_name, disjoint,
+                             backend.supports_workgroups)
     optimized = run_pipeline(template, request)
     if mode == "ir":  # before any backend's scalar packing
         return format_function(verify(annotate_types(optimized), "typed"))

@@ -132,7 +132,8 @@ class Kernel:
             if cached is not None:
                 return Variant(*cached)
         request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
-                                 backend.class_name, disjoint)
+                                 backend.class_name, disjoint,
+                             backend.supports_workgroups)
         optimized = run_pipeline(function, request)
         program = backend.build(optimized)
         if disk_key:
@@ -221,7 +222,7 @@ class Kernel:
             lines = [ln.strip() for ln in message.splitlines() if "error" in ln]
             message = "failed to compile: " + "; ".join(lines or [message])
         try:
-            backend = get_default_device().backend.class_name
+            backend = placement(self.name, args, get_default_device()).backend.class_name
         except Exception:  # the backend itself failed to start
             backend = "its backend"
         return RuntimeError(f"Kernel '{self.name}' failed on {backend}: {message}")

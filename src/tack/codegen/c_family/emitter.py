@@ -14,6 +14,7 @@ from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
 from ...ir.registry import Registry
+from ...ir.traversal import walk
 from ..identifiers import kernel_entry_name, variable_name
 from .prelude import Prelude
 
@@ -28,6 +29,7 @@ _MATH = {E.Sqrt: "sqrt", E.Exp: "exp", E.Log: "log", E.Log2: "log2", E.Log10: "l
          E.Sin: "sin", E.Cos: "cos", E.Tan: "tan", E.Asin: "asin", E.Acos: "acos",
          E.Atan: "atan", E.Sinh: "sinh", E.Cosh: "cosh", E.Tanh: "tanh", E.Fabs: "fabs",
          E.Atan2: "atan2", E.Hypot: "hypot", E.Copysign: "copysign", E.PowF: "pow"}
+WORKGROUP = 256
 _NO_DEBUG = ("debug mode (bounds checks) is not built for the {} backend yet; "
              "turn it off with tack.set_debug(False)")
 _ATOMIC_OPS = {E.AtomicAdd: "add", E.AtomicSub: "sub", E.AtomicMin: "min",
@@ -78,6 +80,7 @@ class CEmitter:
         self.emit("if (tack_flat >= tack_total) return;")
         for name, dtype in fn.locals:
             self.emit(f"{self.type(dtype)} {self.name(name)};")
+        self.declare_arrays()
         for var in loop.vars:
             self.emit(f"{t.index_type} {self.name(var)};")
         for s in fn.body:
@@ -90,6 +93,18 @@ class CEmitter:
         body = "\n".join(self.lines)
         head = f"{t.kernel_prefix} {entry}({', '.join(params)})"
         return f"{t.header}{self.prelude.text()}\n{head} {{\n{body}\n}}\n"
+
+    def declare_arrays(self) -> None:
+        """Shared and per-thread arrays, and the scratch of block reductions, all
+        at kernel scope (OpenCL C requires that of __local memory)."""
+        nodes = [n for s in self.fn.body for n in walk(s)]
+        for node in nodes:
+            if isinstance(node, S.Allocate):
+                space = self.target.shared_space + " " if node.space == "shared" else ""
+                self.emit(f"{space}{self.type(node.dtype)} {self.name(node.name)}"
+                          f"[{node.size}];")
+        if any(isinstance(n, E.BlockReduce) for n in nodes):
+            self.emit(f"{self.target.shared_space} float tack_scratch[{WORKGROUP}];")
 
     def bind_indices(self, loop: S.ParallelFor) -> None:
         """Recover ``i, j, k`` of a flattened ``tack.ndindex`` launch."""
@@ -298,9 +313,23 @@ def _expr_stmt(s, em):
     em.emit(f"(void)({c(s.value, em)});")
 
 
+def _condition(text: str) -> str:
+    """``(text)``, without doubling parentheses that already enclose it all."""
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for k, ch in enumerate(text):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                if k == len(text) - 1:
+                    return text
+                break
+    return f"({text})"
+
+
 @stmt.register(S.If)
 def _if(s, em):
-    em.emit(f"if ({c(s.cond, em)}) {{")
+    em.emit(f"if {_condition(c(s.cond, em))} {{")
     em.block(s.body)
     if s.orelse:
         em.emit("} else {")
@@ -310,7 +339,7 @@ def _if(s, em):
 
 @stmt.register(S.While)
 def _while(s, em):
-    em.emit(f"while ({c(s.cond, em)}) {{")
+    em.emit(f"while {_condition(c(s.cond, em))} {{")
     em.block(s.body)
     em.emit("}")
 
@@ -356,3 +385,25 @@ def _continue(s, em):
 def _print(s, em):
     raise NotImplementedError(f"print() in kernels is built for the CPU backend only "
                               f"(not {em.target.name}): it formats values as Python does")
+
+
+@stmt.register(S.Allocate)
+def _allocate(s, em):
+    """Declared at kernel scope by ``declare_arrays``."""
+
+
+@stmt.register(S.Barrier)
+def _barrier(s, em):
+    em.emit(em.target.barrier)
+
+
+@expr.register(E.ThreadId)
+def _thread_id(e, em):
+    return em.target.local_id()
+
+
+@expr.register(E.BlockReduce)
+def _block_reduce(e, em):
+    op = {E.BlockSum: "sum", E.BlockMin: "min", E.BlockMax: "max"}[type(e)]
+    em.prelude.add_text(f"tack_block_{op}", em.target.block_reduce_helper(op, WORKGROUP))
+    return f"tack_block_{op}(tack_scratch, {c(e.operand, em)})"

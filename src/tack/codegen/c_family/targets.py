@@ -65,8 +65,29 @@ class OpenCLTarget(CTarget):
               "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
               "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable\n")
 
+    shared_space = "__local"
+    barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+
     def global_id(self) -> str:
         return "(long)get_global_id(0)"
+
+    def local_id(self) -> str:
+        return "(long)get_local_id(0)"
+
+    def block_reduce_helper(self, op: str, lanes: int) -> str:
+        """A tree reduction over the workgroup in a shared scratch array."""
+        combine = {"sum": "a + b", "min": "b < a ? b : a", "max": "a < b ? b : a"}[op]
+        return (f"static inline float tack_block_{op}(__local float* s, float v) {{\n"
+                f"  int lane = get_local_id(0);\n"
+                f"  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                f"  s[lane] = v;\n"
+                f"  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                f"  for (int width = {lanes // 2}; width > 0; width >>= 1) {{\n"
+                f"    if (lane < width) {{ float a = s[lane], b = s[lane + width]; "
+                f"s[lane] = {combine}; }}\n"
+                f"    barrier(CLK_LOCAL_MEM_FENCE);\n"
+                f"  }}\n"
+                f"  return s[0];\n}}\n")
 
     def saturating(self, dst, expr: str) -> str:
         return f"convert_{self.type(dst)}_sat({expr})"

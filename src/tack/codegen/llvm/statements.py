@@ -197,3 +197,18 @@ def emit_parallel_loop(loop: S.ParallelFor, em, start, end, inner_extents) -> No
                 emit_block(loop.body, em)
         em.counted_loop(lo, hi, var, body)
     nest(0)
+
+
+@emit_stmt.register(S.Allocate)
+def _allocate(s: S.Allocate, em):
+    """A per-thread array (``tack.local_array``): stack storage in the entry block."""
+    from .types import llvm_type
+    if s.space != "local":
+        raise NotImplementedError("shared memory needs a backend with workgroups")
+    slot = em.entry_alloca(ir.ArrayType(llvm_type(s.dtype), s.size), s.name)
+    saved = em.builder.block
+    em.builder.position_at_end(em.entry)
+    em.builder.position_after(slot)
+    em.arrays[s.name] = em.builder.gep(slot, [ir.Constant(I64, 0), ir.Constant(I64, 0)],
+                                       inbounds=True)
+    em.builder.position_at_end(saved)

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 from ... import types as T
 from ..expressions import (
-    Abs, And, Atomic, BinaryOp, BoundsCheck, Cast, Ceil, Compare, Const, DimSize, Expr,
+    Abs, And, Atomic, BinaryOp, BlockMax, BlockMin, BlockReduce, BlockSum, BoundsCheck,
+    Cast, ThreadId, Ceil, Compare, Const, DimSize, Expr,
     FloatCast, Floor, FloorDiv, Invert, IsFinite, IsInf, IsNan, Load, LShift,
     MathBinary, MathUnary, Max, Min, Mod, Name, Neg, Not, Or, Pow, RShift,
     BitAnd, BitOr, BitXor, Select, Str, TrueDiv)
 from ..registry import Registry
 from ..statements import (
-    Assign, Break, Continue, ExprStmt, Function, If, ParallelFor, Print, SeqFor,
+    Allocate, Assign, Barrier, Break, Continue, ExprStmt, Function, If, ParallelFor, Print, SeqFor,
     Store, While)
 from ..traversal import walk
+from ..verify import allocations
 from .common import kernel_error
 
 _typed = Registry("type annotation")
@@ -39,6 +41,8 @@ class _Context:
         self.fn = fn
         self.env = env
         self.params = {p.name: p for p in fn.params}
+        self.arrays = {p.name: p.dtype for p in fn.params if p.is_array}
+        self.arrays.update((a.name, a.dtype) for a in allocations(fn))
         self.fixed = {p.name: T.Typed(p.dtype) for p in fn.params if not p.is_array}
         self.fixed.update((v, T.Typed(T.i64)) for v in fn.parallel_for.vars)
         self.float = fn.default_float
@@ -105,7 +109,7 @@ def _dim(e: DimSize, ctx):
 @_typed.register(Load)
 def _load(e: Load, ctx):
     index, _ = annotate(e.index, ctx)
-    dtype = ctx.params[e.array].dtype
+    dtype = ctx.arrays[e.array]
     return e.replace(index=_cast(index, T.i64), dtype=dtype), T.Typed(dtype)
 
 
@@ -114,6 +118,23 @@ def _bounds(e: BoundsCheck, ctx):
     indices = tuple(_cast(annotate(i, ctx)[0], T.i64) for i in e.indices)
     extents = tuple(_cast(annotate(x, ctx)[0], T.i64) for x in e.extents)
     return e.replace(indices=indices, extents=extents, dtype=T.i64), T.Typed(T.i64)
+
+
+@_typed.register(ThreadId)
+def _thread_id(e: ThreadId, ctx):
+    return e.replace(dtype=T.i64), T.Typed(T.i64)
+
+
+@_typed.register(BlockReduce)
+def _block_reduce(e: BlockReduce, ctx):
+    operand, t = annotate(e.operand, ctx)
+    if t.dtype.is_float and t.dtype != T.f32 and not t.weak:
+        raise ctx.error(f"{_REDUCTIONS[type(e)]} takes an f32 value, got {t.dtype}", e)
+    return e.replace(operand=_cast(operand, T.f32), dtype=T.f32), T.Typed(T.f32)
+
+
+_REDUCTIONS = {BlockSum: "tack.block_sum", BlockMin: "tack.block_min",
+               BlockMax: "tack.block_max"}
 
 
 # -- arithmetic ---------------------------------------------------------------
@@ -241,7 +262,7 @@ def _math_binary(e: MathBinary, ctx):
 def _atomic(e: Atomic, ctx):
     index, _ = annotate(e.index, ctx)
     value, _ = annotate(e.value, ctx)
-    dtype = ctx.params[e.array].dtype
+    dtype = ctx.arrays[e.array]
     return (e.replace(index=_cast(index, T.i64), value=_cast(value, dtype),
                       dtype=dtype), T.Typed(dtype))
 
@@ -259,7 +280,7 @@ def _statement(s, ctx):
     if isinstance(s, Store):
         index, _ = annotate(s.index, ctx)
         value, _ = annotate(s.value, ctx)
-        dtype = ctx.params[s.array].dtype
+        dtype = ctx.arrays[s.array]
         return s.replace(index=_cast(index, T.i64), value=_cast(value, dtype))
     if isinstance(s, ExprStmt):
         return s.replace(value=annotate(s.value, ctx)[0])
@@ -277,7 +298,7 @@ def _statement(s, ctx):
         return s.replace(args=tuple(annotate(a, ctx)[0] for a in s.args))
     if isinstance(s, ParallelFor):
         return s.replace(body=_body(s.body, ctx))
-    if isinstance(s, (Break, Continue)):
+    if isinstance(s, (Break, Continue, Barrier, Allocate)):
         return s
     raise NotImplementedError(f"type annotation does not support {type(s).__name__}")
 

@@ -17,6 +17,7 @@ from .infer import check_arguments, infer_param_types
 from .localize import localize_outer_scalars
 from .optimize import propagate_copies
 from .resolve import resolve
+from .workgroups import check_workgroups
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class VariantRequest:
     atomic_dtypes: frozenset
     backend_name: str
     disjoint: bool = False
+    supports_workgroups: bool = False
 
     def shapes(self, fn: Function) -> dict:
         return {p.name: s.shape for p, s in zip(fn.params, self.specs) if s.is_array}
@@ -42,6 +44,8 @@ PIPELINE = (
     ("localize", lambda fn, rq: localize_outer_scalars(fn), "localized"),
     ("atomics", lambda fn, rq: check_atomic_support(
         fn, rq.atomic_dtypes, rq.backend_name), None),
+    ("workgroups", lambda fn, rq: check_workgroups(
+        fn, rq.supports_workgroups, rq.backend_name), None),
     ("optimize", lambda fn, rq: propagate_copies(fn), "optimized"),
     ("record", lambda fn, rq: fn.replace(disjoint=rq.disjoint), None),
 )

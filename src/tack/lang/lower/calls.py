@@ -21,7 +21,12 @@ MATH_BINARY = {"atan2": E.Atan2, "hypot": E.Hypot, "copysign": E.Copysign,
 ATOMICS = {"atomic_add": E.AtomicAdd, "atomic_sub": E.AtomicSub,
            "atomic_min": E.AtomicMin, "atomic_max": E.AtomicMax}
 STATEMENT_ONLY = {"builtins.print": "print()", "builtins.range": "range()",
-                  "tack.ndindex": "tack.ndindex()"}
+                  "tack.ndindex": "tack.ndindex()",
+                  "tack.barrier": "tack.barrier() used as a value",
+                  "tack.shared": "tack.shared() outside an assignment to a name",
+                  "tack.local_array": "tack.local_array() outside an assignment to a name"}
+BLOCK_REDUCTIONS = {"block_sum": E.BlockSum, "block_min": E.BlockMin,
+                    "block_max": E.BlockMax}
 
 
 def _spelled(node: ast.expr) -> str:
@@ -73,6 +78,10 @@ class CallLowering:
         if module == "builtins":
             return getattr(self, f"builtin_{short}", None)
         if module == "tack":
+            if short in BLOCK_REDUCTIONS:
+                return lambda node: self.unary(BLOCK_REDUCTIONS[short], node, name)
+            if short == "thread_id":
+                return self.thread_id
             if short in ATOMICS:
                 return lambda node: self.atomic(ATOMICS[short], node)
             if short in {t.name for t in T.SCALAR_TYPES}:
@@ -130,6 +139,11 @@ class CallLowering:
     def builtin_len(self, node):
         self.arity(node, "len", 1)
         return self.extent(self.array_name(node.args[0]), 0, self.scope.span(node))
+
+    def thread_id(self, node):
+        if node.args:
+            raise self.scope.unsupported("tack.thread_id() with arguments", node)
+        return E.ThreadId(span=self.scope.span(node))
 
     def atomic(self, kind, node):
         self.arity(node, _spelled(node.func), 3)

@@ -21,7 +21,8 @@ from ..source import Source
 from ..validate import unsupported
 
 _OUTSIDE = ((S.Store, "array store"), (S.Print, "print"), (E.Atomic, "atomic"),
-            (S.SeqFor, "loop"), (S.While, "loop"))
+            (S.SeqFor, "loop"), (S.While, "loop"), (S.Barrier, "barrier"),
+            (E.BlockReduce, "block reduction"), (S.Allocate, "array allocation"))
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
 from .expressions import BINARY
@@ -50,12 +51,48 @@ class StatementLowering:
         return out
 
     def assign(self, target, value_node, node):
+        allocation = self.allocation_kind(value_node)
+        if allocation:
+            return self.allocate(target, value_node, allocation, node)
         if isinstance(target, ast.Tuple):
             return self.unpack(target, value_node, node)
         if isinstance(target, ast.Subscript):
             value = self.expr(value_node)
             return self.assign_value(target, value, node)
         return self.assign_value(target, self.expr(value_node), node)
+
+    def allocation_kind(self, value_node):
+        if not isinstance(value_node, ast.Call):
+            return None
+        target = self.scope.bindings.resolve(value_node.func)
+        return {"tack.shared": "shared", "tack.local_array": "local"}.get(
+            getattr(target, "name", None))
+
+    def allocate(self, target, call: ast.Call, space: str, node):
+        """``name = tack.shared(n, dtype)`` / ``tack.local_array(n, dtype)``."""
+        scope = self.scope
+        spelled = "tack.shared" if space == "shared" else "tack.local_array"
+        if not isinstance(target, ast.Name):
+            raise scope.unsupported(f"{spelled}() assigned to something other than a "
+                                    f"name", node)
+        if len(call.args) != 2 or call.keywords:
+            raise scope.error(TypeError, f"{spelled}() takes a size and a dtype", call)
+        size, dtype_node = call.args
+        if not (isinstance(size, ast.Constant) and type(size.value) is int
+                and size.value > 0):
+            raise scope.unsupported(f"{spelled}() size that is not a positive integer "
+                                    f"literal", size)
+        dtype = scope.bindings.resolve(dtype_node)
+        if not isinstance(dtype, T.ScalarType):
+            from ..bindings import Intrinsic
+            name = dtype.name.split(".")[-1] if isinstance(dtype, Intrinsic) else ""
+            if name not in {t.name for t in T.SCALAR_TYPES}:
+                raise scope.unsupported(f"{spelled}() dtype that is not a tack scalar "
+                                        f"type", dtype_node)
+            dtype = T.scalar_type(name)
+        name = scope.rename.get(target.id, target.id)
+        scope.arrays[target.id] = name
+        return [S.Allocate(name, size.value, dtype, space, span=scope.span(node))]
 
     def unpack(self, target: ast.Tuple, value_node, node):
         if isinstance(value_node, ast.Tuple):
@@ -137,6 +174,10 @@ class StatementLowering:
         target = self.scope.bindings.resolve(value.func)
         if getattr(target, "name", None) == "builtins.print":
             return [self.print_statement(value)]
+        if getattr(target, "name", None) == "tack.barrier":
+            if value.args:
+                raise self.scope.unsupported("tack.barrier() with arguments", value)
+            return [S.Barrier(span=self.scope.span(node))]
         results = self.call(value)
         if results and len(results) == 1 and not isinstance(results[0], E.Name):
             return [S.ExprStmt(results[0], span=self.scope.span(node))]

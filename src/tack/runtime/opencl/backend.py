@@ -23,6 +23,7 @@ from ...codegen.c_family import OpenCLTarget, generate_c_source
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
 from ...ir.passes.pack import PackInfo, pack_scalars
+from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
 from ..backend import Backend
 
@@ -87,6 +88,8 @@ class CLProgram:
     pack_buffers: list
     cost: Cost
     lock: threading.Lock
+    full_workgroups: bool = False
+    name: str = ""
 
 
 class OpenCLBackend(Backend):
@@ -133,7 +136,7 @@ class OpenCLBackend(Backend):
     # -- building --------------------------------------------------------------------
     def packed(self, fn):
         packed, info = pack_scalars(fn)
-        verify(packed, "optimized")
+        verify(packed, "packed")
         return verify(annotate_types(packed), "typed"), info
 
     def inspect_source(self, fn, optimized: bool) -> str:
@@ -158,7 +161,8 @@ class OpenCLBackend(Backend):
         packs = [CLBuffer(self.context, self.queue, 8 * max(1, sum(
             1 for _, b, _ in info.slots if b == k))) for k in range(len(info.buffers))]
         return CLProgram(source, entry, getattr(program, entry), info, packs,
-                         iteration_cost(typed), threading.Lock())
+                         iteration_cost(typed), threading.Lock(),
+                         requires_full_workgroups(typed), fn.name)
 
     # -- running -----------------------------------------------------------------------
     def launcher(self, program: CLProgram):
@@ -168,6 +172,7 @@ class OpenCLBackend(Backend):
         dtypes = [d.numpy for d in info.buffers]
         counts = [sum(1 for _, b, _ in info.slots if b == k) for k in range(len(dtypes))]
         packs = [p.mem for p in program.pack_buffers]
+        name = program.name
 
         def launch(args, extents):
             total = 1
@@ -175,6 +180,11 @@ class OpenCLBackend(Backend):
                 total *= e
             if total <= 0:
                 return
+            if program.full_workgroups and total % WORKGROUP:
+                raise ValueError(f"Kernel '{name}' uses workgroup collectives (barriers, "
+                                 f"shared memory or block reductions), so its launch "
+                                 f"must fill whole workgroups of {WORKGROUP}: "
+                                 f"{total} iterations is not a multiple of {WORKGROUP}")
             if total > MAX_LAUNCH:
                 raise ValueError(f"a launch of {total} iterations is larger than one "
                                  f"OpenCL grid can index ({MAX_LAUNCH})")

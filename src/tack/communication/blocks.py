@@ -1,0 +1,159 @@
+"""``Blocks``: this rank's share of a block-decomposed domain.
+
+Global ids run over every rank's blocks, contiguous by rank, rank 0's first.
+Every method is collective: every rank of the world calls it, in the same
+order. The work is done by the sibling modules (``exchange``, ``collectives``,
+``sort``); this class holds the layout and checks the arguments' shape.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from ..runtime.device import device as _device
+from . import collectives, exchange, sort
+from .errors import fault
+from .world import World
+
+
+class Blocks:
+    """This rank's blocks, one per entry of ``devices``.
+
+    Args:
+        devices: one device (a ``tack.Device`` or a spec such as ``"cpu"``) per
+            block of this rank; may be empty.
+        world: the :class:`World` (default: ``World()``, one process).
+    """
+
+    def __init__(self, devices, world: World = None):
+        self.world = World() if world is None else world
+        if not isinstance(self.world, World):
+            raise TypeError(f"Blocks() takes a tack.World, not "
+                            f"{type(self.world).__name__}")
+        resolved, error = fault(_devices, devices)
+        self.world.agree("Blocks()", error)
+        counts = self.world.allgather(len(resolved))
+        self._offsets = [sum(counts[:r]) for r in range(len(counts) + 1)]
+        self._devices = resolved
+        self.counts = tuple(counts)
+        self.count = self._offsets[-1]
+        self.local = range(self._offsets[self.world.rank],
+                           self._offsets[self.world.rank + 1])
+
+    def __repr__(self) -> str:
+        return (f"tack.Blocks(local={self.local.start}..{self.local.stop - 1}, "
+                f"count={self.count}, rank={self.world.rank} of {self.world.size})")
+
+    # -- layout ---------------------------------------------------------------------
+    def rank_of(self, gid: int) -> int:
+        """The rank that holds block ``gid``."""
+        if not 0 <= gid < self.count:
+            raise ValueError(f"block {gid} is out of range: the world has "
+                             f"{self.count} blocks (ids 0 to {self.count - 1})")
+        return bisect.bisect_right(self._offsets, gid) - 1
+
+    def first_of(self, rank: int) -> int:
+        """The first global id of ``rank`` (its blocks are ``first_of(rank)`` up to
+        ``first_of(rank + 1)``)."""
+        return self._offsets[rank]
+
+    def device(self, gid: int):
+        """The device of this rank's block ``gid``."""
+        if gid not in self.local:
+            self.rank_of(gid)  # out of range: ValueError
+            raise ValueError(f"block {gid} belongs to rank {self.rank_of(gid)}, not to "
+                             f"this rank ({self.world.rank}); only the devices of this "
+                             f"rank's blocks are known here")
+        return self._devices[gid - self.local.start]
+
+    # -- collectives ----------------------------------------------------------------
+    def exchange(self, messages: dict) -> dict:
+        """Send arrays between blocks.
+
+        Args:
+            messages: ``{source: {destination: {name: Array}}}``, sources being this
+                rank's blocks and each array on its source block's device.
+
+        Returns:
+            ``{destination: {source: {name: Array}}}`` for every block of this rank
+            (an empty dict where nothing came), sources in ascending order. A
+            received array is on its destination block's device: the sent array
+            itself where that device addresses it, so a sender must not write to
+            what it sent.
+        """
+        return exchange.exchange(self, messages)
+
+    def all_reduce(self, values: dict, op: str = "sum"):
+        """Combine one value per block of the world, in order of global id.
+
+        Args:
+            values: ``{gid: value}`` for every block of this rank; a value is a
+                Python or NumPy scalar or a Tack array (combined element-wise), of
+                one type and shape on every block.
+            op: ``"sum"``, ``"min"`` or ``"max"``.
+
+        Returns:
+            The combined value, the same bits on every rank whatever the
+            assignment of blocks to ranks: a Python scalar for Python scalars, a
+            NumPy scalar for NumPy scalars, a new Tack array (on this rank's first
+            block's device, or the default device) for arrays.
+        """
+        return collectives.all_reduce(self, values, op)
+
+    def exclusive_scan(self, values: dict, op: str = "sum") -> dict:
+        """``{gid: op of the values of blocks 0 .. gid-1}`` for this rank's blocks.
+
+        Block 0 gets the identity (zero for ``"sum"``; the type's largest value
+        for ``"min"``, its smallest for ``"max"``). Values as for
+        :meth:`all_reduce`; the prefixes' bits do not depend on the assignment.
+        """
+        return collectives.exclusive_scan(self, values, op)
+
+    def all_gather(self, values: dict) -> dict:
+        """``{gid: value}`` for every block of the world, in order of global id.
+
+        Values as for :meth:`all_reduce`; arrays from other ranks arrive as new
+        arrays on this rank's first block's device (or the default device).
+        """
+        return collectives.all_gather(self, values)
+
+    def link_by_bounds(self, bounds: dict, margin: float = 0.0) -> dict:
+        """The neighbour graph of boxes.
+
+        Args:
+            bounds: ``{gid: (lo, hi)}`` for every block of this rank, ``lo`` and
+                ``hi`` sequences of one length on every block.
+            margin: how far the boxes grow on every side before the test.
+
+        Returns:
+            ``{gid: [other gids whose boxes, grown by margin, meet this block's]}``
+            for this rank's blocks, ascending; closed boxes, so touching faces and
+            corners count.
+        """
+        return collectives.link_by_bounds(self, bounds, margin)
+
+    def sort_by_key(self, keys: dict, values: dict = None):
+        """Sort keys across every block of the world, carrying payloads along.
+
+        Args:
+            keys: ``{gid: Array}`` for every block of this rank: one-dimensional
+                i32, u32, i64 or u64 keys of one type on every block.
+            values: optional ``{gid: {name: Array}}`` payloads whose first extent
+                is the block's key count; same names, types and trailing shapes on
+                every block.
+
+        Returns:
+            ``{gid: sorted keys}`` for this rank's blocks, or ``(keys, values)``
+            when ``values`` is given. Block 0 ends with the smallest keys, each
+            block ascending, every copy of a key on one block, the order stable
+            (by block, then index), the sizes balanced up to keeping equal keys
+            together.
+        """
+        return sort.sort_by_key(self, keys, values)
+
+
+def _devices(devices) -> list:
+    if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
+        raise TypeError(f"Blocks() takes a sequence of devices, one per block, not "
+                        f"{type(devices).__name__}")
+    return [_device(d) for d in devices]

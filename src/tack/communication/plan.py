@@ -1,0 +1,274 @@
+"""``Plan``: a fixed pattern of element copies between blocks, checked once, run often.
+
+The constructor checks, across ranks, that every send has a receive of its
+length and the other way round, and orders each rank pair's messages by
+(source, destination) on both sides. ``run`` then moves the elements: the
+first call allocates one send and one receive buffer per peer rank (and makes
+persistent requests where the communicator has them); later calls allocate
+nothing, reuse the NumPy views of the arrays they saw last and only gather,
+start, wait and scatter. Every element this rank sends, to itself included, is
+read before any element is written.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ..runtime.array import Array
+from ..runtime.host_ops import copyto
+from . import transport
+from .errors import (fault, require_array, require_dict, require_every_local,
+                     require_gid, require_on_device)
+from .world import TAG_PLAN, start_all, wait_all
+
+CALL = "Plan()"
+RUN = "Plan.run()"
+
+
+class Plan:
+    """Copies of elements between blocks, set up once and run many times.
+
+    Args:
+        blocks: the :class:`Blocks`.
+        sends: ``{gid: {destination: index array}}`` for this rank's blocks: the
+            positions (in C order) of the elements sent.
+        receives: ``{gid: {source: index array}}`` for this rank's blocks: where
+            the received elements are written, in the order they were sent.
+
+    Index arrays are one-dimensional integer Tack arrays, NumPy arrays or
+    sequences. Raises ``ValueError`` on every rank when a send and its receive
+    differ in length or one of them is missing.
+    """
+
+    def __init__(self, blocks, sends: dict, receives: dict):
+        self.blocks = blocks
+        world = blocks.world
+        parsed, error = fault(_parse, blocks, sends, receives)
+        world.agree(CALL, error)
+        self._sends, self._receives = parsed
+        self.id = world.next_serial()
+        claims = world.alltoall(self._claims())
+        problem = _mismatch(blocks, self._sends, self._receives, claims)
+        world.agree(CALL, None if problem is None else ValueError(problem))
+        self._schedule()
+        self._state = None
+
+    # -- set-up -----------------------------------------------------------------------
+    def _claims(self) -> list:
+        """What each rank must confirm: its blocks' sends and receives of ours."""
+        claims = [[] for _ in range(self.blocks.world.size)]
+        for (s, d), index in self._sends.items():
+            claims[self.blocks.rank_of(d)].append(("send", s, d, index.size))
+        for (d, s), index in self._receives.items():
+            claims[self.blocks.rank_of(s)].append(("receive", s, d, index.size))
+        return claims
+
+    def _schedule(self) -> None:
+        blocks, rank = self.blocks, self.blocks.world.rank
+        self._local = [(s, d, self._sends[s, d], self._receives[d, s])
+                       for (s, d) in sorted(self._sends) if d in blocks.local]
+        self._out, self._in = {}, {}
+        for (s, d) in sorted(self._sends):
+            peer = blocks.rank_of(d)
+            if peer != rank:
+                self._out.setdefault(peer, []).append((s, self._sends[s, d]))
+        for (d, s) in sorted(self._receives, key=lambda k: (k[1], k[0])):
+            peer = blocks.rank_of(s)
+            if peer != rank:
+                self._in.setdefault(peer, []).append((d, self._receives[d, s]))
+        self._highest = {}
+        for (g, _), index in list(self._sends.items()) + list(self._receives.items()):
+            if index.size:
+                self._highest[g] = max(self._highest.get(g, -1), int(index.max()))
+
+    # -- running ----------------------------------------------------------------------
+    def run(self, values: dict) -> None:
+        """Copy the planned elements, in place.
+
+        Args:
+            values: ``{gid: Array}`` for every block of this rank, one element type
+                on every block of the world.
+        """
+        world = self.blocks.world
+        views, error = fault(self._views, values)
+        dtype = None if error or views is None else self._dtype
+        world.agree(RUN, error, [(self.id, ValueError, f"{RUN}: the plan"),
+                                 (dtype, TypeError, f"{RUN}: the element type")])
+        state = self._state
+        if state is None or state.type_name != self._dtype:
+            state = self._state = _State(self, self._dtype)
+        state.run(views)
+        for g, (array, view, copied) in views.items():
+            if copied:
+                copyto(array, view.reshape(array.shape))
+
+    def _views(self, values):
+        """``{gid: (array, flat host values, copied)}``, reused while the same arrays
+        come back."""
+        blocks = self.blocks
+        last = getattr(self, "_last", None)
+        if last is not None and isinstance(values, dict) and len(values) == len(last) \
+                and all(values.get(g) is last[g][0] for g in blocks.local):
+            return last
+        require_dict(RUN, "the values", values)
+        require_every_local(blocks, RUN, "the values", values)
+        views, types = {}, set()
+        for g in blocks.local:
+            array = require_array(RUN, f"the values of block {g}", values[g])
+            require_on_device(blocks, RUN, f"the values of block {g}", g, array)
+            types.add(array.dtype.name)
+            if self._highest.get(g, -1) >= array.size:
+                raise ValueError(f"{RUN}: the values of block {g} have {array.size} "
+                                 f"elements, but the plan uses element "
+                                 f"{self._highest[g]}")
+            receives = any(d == g for d, _ in self._receives)
+            if receives and not array.writable:
+                raise ValueError(f"{RUN}: the values of block {g} are read-only, but "
+                                 f"the block receives elements")
+            view = transport.host_view(array)
+            copied = view is None and receives
+            view = (array.numpy() if view is None else view).reshape(-1)
+            views[g] = (array, view, copied)
+        if len(types) > 1:
+            raise TypeError(f"{RUN}: the values have different element types on "
+                            f"different blocks ({', '.join(sorted(types))})")
+        self._dtype = types.pop() if types else None
+        if not any(c for _, _, c in views.values()):
+            self._last = views
+        return views
+
+    def free(self) -> None:
+        """Release the buffers and requests (the plan cannot run after)."""
+        if self._state is not None:
+            self._state.free()
+        self._state = None
+        self._last = None
+
+    def __enter__(self) -> "Plan":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.free()
+
+
+class _State:
+    """Buffers and requests of one element type."""
+
+    def __init__(self, plan: Plan, type_name):
+        world = plan.blocks.world
+        self.type_name = type_name
+        dtype = T.scalar_type(type_name).numpy if type_name else np.dtype(np.uint8)
+        self.world = world
+        self.local = [(s, d, i, j, np.empty(i.size, dtype)) for s, d, i, j in plan._local]
+        self.gathers, self.scatters, self.sends, self.recvs = [], [], [], []
+        self._buffers = []
+        for peer, items in plan._out.items():
+            buffer = np.empty(sum(i.size for _, i in items), dtype)
+            self.gathers.extend(_pieces(buffer, items))
+            self.sends.append((buffer, peer))
+        for peer, items in plan._in.items():
+            buffer = np.empty(sum(i.size for _, i in items), dtype)
+            self.scatters.extend(_pieces(buffer, items))
+            self.recvs.append((buffer, peer))
+        self.persistent = world.persistent
+        if self.persistent:
+            comm = world.comm
+            self.recv_requests = [comm.Recv_init(b, p, TAG_PLAN) for b, p in self.recvs]
+            self.send_requests = [comm.Send_init(b, p, TAG_PLAN) for b, p in self.sends]
+
+    def run(self, views: dict) -> None:
+        world = self.world
+        if self.persistent:
+            recvs, sends = self.recv_requests, self.send_requests
+            start_all(recvs)
+        else:
+            recvs = [world.irecv(b, p, TAG_PLAN) for b, p in self.recvs]
+        for g, index, out in self.gathers:
+            np.take(views[g][1], index, out=out, mode="clip")
+        if self.persistent:
+            start_all(sends)
+        else:
+            sends = [world.isend(b, p, TAG_PLAN) for b, p in self.sends]
+        for s, _, index, _, out in self.local:
+            np.take(views[s][1], index, out=out, mode="clip")
+        for _, d, _, index, data in self.local:
+            np.put(views[d][1], index, data, mode="clip")
+        wait_all(recvs)
+        for g, index, data in self.scatters:
+            np.put(views[g][1], index, data, mode="clip")
+        wait_all(sends)
+
+    def free(self) -> None:
+        if self.persistent:
+            for request in self.recv_requests + self.send_requests:
+                if hasattr(request, "Free"):
+                    request.Free()
+            self.recv_requests = self.send_requests = []
+
+
+def _pieces(buffer: np.ndarray, items) -> list:
+    out, offset = [], 0
+    for g, index in items:
+        out.append((g, index, buffer[offset: offset + index.size]))
+        offset += index.size
+    return out
+
+
+# -- checks -----------------------------------------------------------------------------
+
+def _parse(blocks, sends, receives) -> tuple:
+    """``({(source, destination): index}, {(destination, source): index})``."""
+    out = []
+    for what, table in (("sends", sends), ("receives", receives)):
+        require_dict(CALL, f"the {what}", table)
+        pairs = {}
+        for gid, per_block in table.items():
+            gid = require_gid(blocks, CALL, gid)
+            if not isinstance(per_block, dict):
+                raise TypeError(f"{CALL}: the {what} of block {gid} must be a dict of "
+                                f"block ids to index arrays, not "
+                                f"{type(per_block).__name__}")
+            for other, index in per_block.items():
+                other = require_gid(blocks, CALL, other, local=False)
+                way = "to" if what == "sends" else "from"
+                index = _index(f"the {what} of block {gid} ({way} block {other})", index)
+                if index.size:
+                    pairs[gid, other] = index
+        out.append(pairs)
+    return tuple(out)
+
+
+def _index(what: str, index) -> np.ndarray:
+    values = index.numpy() if isinstance(index, Array) else np.asarray(index)
+    if values.size == 0:
+        return np.empty(0, np.intp)
+    if values.dtype.kind not in "iu":
+        raise TypeError(f"{CALL}: {what} must be integers, not {values.dtype}")
+    if values.ndim != 1:
+        raise ValueError(f"{CALL}: {what} must be one-dimensional, not of shape "
+                         f"{values.shape}")
+    if values.min() < 0:
+        raise ValueError(f"{CALL}: {what} has a negative index ({values.min()})")
+    return values.astype(np.intp)
+
+
+def _mismatch(blocks, sends, receives, claims):
+    """The first disagreement between this rank's blocks and the others' claims."""
+    told_sends, told_receives = {}, {}
+    for part in claims:
+        for kind, s, d, n in part:
+            (told_sends if kind == "send" else told_receives)[s, d] = n
+    for (s, d), index in sorted(sends.items()):
+        n = told_receives.get((s, d))
+        if n is None:
+            return (f"{CALL}: block {s} sends {index.size} elements to block {d}, "
+                    f"which receives nothing from it")
+        if n != index.size:
+            return (f"{CALL}: block {s} sends {index.size} elements to block {d}, "
+                    f"which receives {n} from it")
+    for (d, s), index in sorted(receives.items()):
+        if (s, d) not in told_sends:
+            return (f"{CALL}: block {d} receives {index.size} elements from block "
+                    f"{s}, which sends it nothing")
+    return None

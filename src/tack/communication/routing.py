@@ -1,0 +1,271 @@
+"""``Routing``: where points go among boxes, and moving per-point data there and back.
+
+A point is a candidate for every block whose box holds it, each box grown by
+a relative slack of 1e-6 of its extent per dimension (closed boxes: points on
+faces are candidates for both sides). Without ``holds`` the lowest candidate
+block wins. With ``holds(gid, points) -> ranks`` the coordinates (as f64) are
+sent to every candidate block's rank, which answers a rank per point; the
+highest rank wins, the lowest block id on a tie, and a point whose every
+answer is 0 (or that no box holds) goes nowhere (-1).
+
+The same object then moves per-point payloads to the destinations
+(``send``, in order of origin block and then of the points there) and answers
+back to the origins (``reply``), which serves particle migration and point
+queries alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ..runtime.creation import array as _to_device
+from . import transport
+from .collectives import box
+from .errors import (fault, require_array, require_every_local, require_named_arrays,
+                     require_on_device)
+from .exchange import exchange
+
+CALL, SEND, REPLY = "Routing()", "Routing.send()", "Routing.reply()"
+SLACK = 1e-6
+CHUNK = 1 << 15
+
+
+class Routing:
+    """The destinations of points among the blocks' boxes.
+
+    Args:
+        blocks: the :class:`Blocks`.
+        bounds: ``{gid: (lo, hi)}`` for every block of this rank.
+        points: ``{gid: Array of shape (n, d)}`` for every block of this rank.
+        holds: optional ``holds(gid, points) -> ranks``, called on the rank of
+            block ``gid`` with an ``(m, d)`` f64 array of the points its box holds;
+            it returns ``m`` non-negative integers (0: the block does not hold it).
+    """
+
+    def __init__(self, blocks, bounds: dict, points: dict, holds=None):
+        self.blocks = blocks
+        world = blocks.world
+        checked, error = fault(_check, blocks, bounds, points, holds)
+        boxes, coords = checked if checked else (None, None)
+        dims = boxes[0][1].__len__() if boxes else None
+        world.agree(CALL, error, [(dims, ValueError, f"{CALL}: the number of dimensions"),
+                                  (holds is None, ValueError,
+                                   f"{CALL}: whether holds is given")])
+        everything = [b for part in world.allgather(boxes) for b in part]
+        self._candidates = {g: _candidates(coords[g], everything) for g in blocks.local}
+        if holds is None:
+            chosen = {g: _lowest(c) for g, c in self._candidates.items()}
+        else:
+            chosen = self._ask(coords, holds)
+        self._destination = chosen
+        self.destination = {g: _to_device(chosen[g].astype(np.int64),
+                                          device=blocks.device(g)) for g in blocks.local}
+        self._routes = {g: _routes(chosen[g]) for g in blocks.local}
+        # Who sends how many points where: each destination learns its origins.
+        announced = exchange(blocks, {g: {d: {"index": _to_device(i.astype(np.int64),
+                                                                  device=blocks.device(g))}
+                                          for d, i in self._routes[g].items()}
+                                      for g in blocks.local}, CALL)
+        self._incoming = {d: [(o, m["index"].size) for o, m in by_origin.items()]
+                          for d, by_origin in announced.items()}
+
+    def _ask(self, coords: dict, holds) -> dict:
+        blocks = self.blocks
+        questions = {}
+        for g in blocks.local:
+            mask = self._candidates[g]
+            questions[g] = {int(c): {"x": _to_device(coords[g][np.nonzero(mask[:, c])[0]],
+                                                     device=blocks.device(g))}
+                            for c in np.nonzero(mask.any(axis=0))[0]}
+        asked = exchange(blocks, questions, CALL)
+        replies, error = fault(_answer, blocks, asked, holds)
+        answered = exchange(blocks, replies or {}, CALL, error)
+        chosen = {}
+        for g in blocks.local:
+            mask = self._candidates[g]
+            ranks = np.zeros(mask.shape, np.int64)
+            for c, message in answered[g].items():
+                ranks[np.nonzero(mask[:, c])[0], c] = message["rank"].numpy()
+            best = ranks.argmax(axis=1) if ranks.size else np.zeros(0, np.int64)
+            top = ranks.max(axis=1) if ranks.size else np.zeros(0, np.int64)
+            chosen[g] = np.where(top > 0, best, -1)
+        return chosen
+
+    # -- moving data --------------------------------------------------------------------
+    def send(self, payloads: dict) -> dict:
+        """Deliver per-point rows to the points' destination blocks.
+
+        Args:
+            payloads: ``{gid: {name: Array}}`` for every block of this rank, each
+                array's first extent the block's number of points.
+
+        Returns:
+            ``{gid: {name: Array}}`` for this rank's blocks: the rows of the points
+            that came to the block, in order of origin block and then of point.
+        """
+        blocks = self.blocks
+        layout, error = fault(self._layout, SEND, payloads,
+                              {g: len(d) for g, d in self._destination.items()})
+        messages = {}
+        if error is None:
+            for g in blocks.local:
+                rows = {n: transport.host_values(a) for n, a in payloads[g].items()}
+                messages[g] = {d: {n: _to_device(r[i], device=blocks.device(g))
+                                   for n, r in rows.items()}
+                               for d, i in self._routes[g].items()}
+        received = exchange(blocks, messages, SEND, error, _same(SEND, layout))
+        return {g: _stack(received[g], layout, blocks.device(g)) for g in blocks.local}
+
+    def reply(self, answers: dict) -> dict:
+        """Return per-point rows from the destinations to the points' origins.
+
+        Args:
+            answers: ``{gid: {name: Array}}`` for every block of this rank, rows in
+                the order :meth:`send` delivered them.
+
+        Returns:
+            ``{gid: {name: Array}}`` per origin block, a row per point, zero for
+            points that went nowhere.
+        """
+        blocks = self.blocks
+        expected = {d: sum(n for _, n in self._incoming[d]) for d in blocks.local}
+        layout, error = fault(self._layout, REPLY, answers, expected)
+        messages = {}
+        if error is None:
+            for d in blocks.local:
+                rows = {n: transport.host_values(a) for n, a in answers[d].items()}
+                start, messages[d] = 0, {}
+                for origin, count in self._incoming[d]:
+                    messages[d][origin] = {n: _to_device(r[start:start + count],
+                                                         device=blocks.device(d))
+                                           for n, r in rows.items()}
+                    start += count
+        received = exchange(blocks, messages, REPLY, error, _same(REPLY, layout))
+        out = {}
+        for g in blocks.local:
+            n = len(self._destination[g])
+            result = {name: np.zeros((n,) + shape, T.scalar_type(dtype).numpy)
+                      for name, dtype, shape in layout}
+            for d, message in received[g].items():
+                index = self._routes[g][d]
+                for name, array in message.items():
+                    result[name][index] = array.numpy()
+            out[g] = {k: _to_device(v, device=blocks.device(g)) for k, v in result.items()}
+        return out
+
+    def _layout(self, call: str, payloads, rows: dict) -> tuple:
+        """The payloads' ``(name, dtype, trailing shape)``s, checked on this rank."""
+        blocks = self.blocks
+        if not isinstance(payloads, dict):
+            raise TypeError(f"{call} takes a dict of block ids to dicts of arrays, not "
+                            f"{type(payloads).__name__}")
+        require_every_local(blocks, call, "the payloads", payloads)
+        layouts = set()
+        for g in blocks.local:
+            named = require_named_arrays(blocks, call, f"the payload of block {g}", g,
+                                         payloads[g])
+            for name, a in named.items():
+                if a.ndim == 0 or a.shape[0] != rows[g]:
+                    raise ValueError(f"{call}: the payload {name!r} of block {g} has "
+                                     f"shape {a.shape}; it needs {rows[g]} rows")
+            layouts.add(tuple((n, a.dtype.name, a.shape[1:]) for n, a in named.items()))
+        if len(layouts) > 1:
+            raise TypeError(f"{call}: the payloads have different names, types or "
+                            f"trailing shapes on different blocks")
+        return layouts.pop() if layouts else None
+
+
+def _same(call: str, layout) -> list:
+    return [(layout, TypeError, f"{call}: the payloads' names, types or trailing "
+                                f"shapes")]
+
+
+def _check(blocks, bounds, points, holds) -> tuple:
+    if holds is not None and not callable(holds):
+        raise TypeError(f"{CALL}: holds must be callable, not {type(holds).__name__}")
+    for what, table in (("bounds", bounds), ("points", points)):
+        if not isinstance(table, dict):
+            raise TypeError(f"{CALL} takes a dict of block ids for the {what}, not "
+                            f"{type(table).__name__}")
+        require_every_local(blocks, CALL, f"the {what}", table)
+    boxes = [(g, *box(CALL, g, bounds[g])) for g in blocks.local]
+    coords = {}
+    for g, lo, _ in boxes:
+        p = require_array(CALL, f"the points of block {g}", points[g])
+        require_on_device(blocks, CALL, f"the points of block {g}", g, p)
+        if p.ndim != 2 or p.shape[1] != len(lo):
+            raise ValueError(f"{CALL}: the points of block {g} have shape {p.shape}; "
+                             f"they must be (n, {len(lo)}), the boxes' dimensions")
+        coords[g] = p.numpy().astype(np.float64)
+    dims = {len(lo) for _, lo, _ in boxes}
+    if len(dims) > 1:
+        raise ValueError(f"{CALL}: the boxes of this rank's blocks have different "
+                         f"numbers of dimensions")
+    return boxes, coords
+
+
+def _candidates(coords: np.ndarray, boxes: list) -> np.ndarray:
+    """``(n, blocks)`` booleans: which grown boxes hold which points."""
+    if not boxes:
+        return np.zeros((len(coords), 0), bool)
+    lo = np.array([b[1] for b in boxes])
+    hi = np.array([b[2] for b in boxes])
+    slack = SLACK * (hi - lo)
+    lo, hi = lo - slack, hi + slack
+    out = np.empty((len(coords), len(boxes)), bool)
+    for start in range(0, len(coords), CHUNK):
+        x = coords[start:start + CHUNK, None, :]
+        out[start:start + CHUNK] = np.all((x >= lo) & (x <= hi), axis=2)
+    return out
+
+
+def _lowest(mask: np.ndarray) -> np.ndarray:
+    if not mask.shape[1]:
+        return np.full(len(mask), -1, np.int64)
+    return np.where(mask.any(axis=1), mask.argmax(axis=1), -1)
+
+
+def _routes(chosen: np.ndarray) -> dict:
+    """``{destination: indices of the points going there}``, ascending."""
+    order = np.argsort(chosen, kind="stable")
+    ids, starts = np.unique(chosen[order], return_index=True)
+    ends = list(starts[1:]) + [len(order)]
+    return {int(d): order[s:e] for d, s, e in zip(ids, starts, ends) if d >= 0}
+
+
+def _answer(blocks, asked: dict, holds) -> dict:
+    """Each block's answers, per origin block, to the points it was asked about."""
+    replies = {}
+    for g in blocks.local:
+        origins = list(asked[g].items())
+        replies[g] = {}
+        if not origins:
+            continue
+        coords = np.concatenate([m["x"].numpy() for _, m in origins])
+        ranks = holds(g, _to_device(coords, device=blocks.device(g)))
+        ranks = ranks.numpy() if hasattr(ranks, "numpy") else np.asarray(ranks)
+        if ranks.shape != (len(coords),) or ranks.dtype.kind not in "iub":
+            raise ValueError(f"{CALL}: holds({g}, points) must return {len(coords)} "
+                             f"integers, one per point; it returned {ranks.dtype} of "
+                             f"shape {ranks.shape}")
+        if ranks.size and ranks.min() < 0:
+            raise ValueError(f"{CALL}: holds({g}, points) returned a negative rank "
+                             f"({ranks.min()})")
+        start = 0
+        for origin, message in origins:
+            m = len(message["x"])
+            replies[g][origin] = {"rank": _to_device(ranks[start:start + m].astype(
+                np.int64), device=blocks.device(g))}
+            start += m
+    return replies
+
+
+def _stack(by_origin: dict, layout, device) -> dict:
+    out = {}
+    for name, dtype, shape in layout:
+        parts = [m[name].numpy() for m in by_origin.values()]
+        values = np.concatenate(parts) if parts else \
+            np.empty((0,) + shape, T.scalar_type(dtype).numpy)
+        out[name] = _to_device(values, device=device)
+    return out

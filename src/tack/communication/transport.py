@@ -1,0 +1,113 @@
+"""Moving array bytes between ranks: host views, packing, staging buffers.
+
+Host-staged transport (the default) sends each rank pair's arrays as one
+message. An array in host memory is read through a DLPack view (NumPy's
+``from_dlpack``), so a message of one large array is sent from the array's own
+memory; several arrays are packed into the pair's staging buffer, each at a
+64-byte aligned offset. A receiver gets one new host buffer per pair and hands
+out arrays that wrap slices of it (no copy) where the destination device
+addresses host memory, and device copies elsewhere.
+
+GPU-aware transport (``World(comm, gpu_aware=True)``) hands MPI the arrays
+themselves: each array is one message, sent and received through DLPack.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ..runtime.creation import array as _copy_to_device
+from ..runtime.creation import empty
+from ..runtime.pointers import array_from_ptr
+
+_HOST_DLPACK = (1, 3, 11)       # kDLCPU, kDLCUDAHost, kDLROCMHost
+ALIGN = 64
+SMALL = 1 << 16                 # below this, a copy is cheaper than a DLPack view
+
+
+def addresses_host(device) -> bool:
+    """Whether arrays on ``device`` live in memory the host reads directly."""
+    return getattr(device.backend, "dlpack_device_type", 1) in _HOST_DLPACK
+
+
+def host_view(array):
+    """A NumPy view of ``array``'s memory, or None where the host cannot read it."""
+    if array.__dlpack_device__()[0] not in _HOST_DLPACK:
+        return None
+    return np.from_dlpack(array)
+
+
+def host_values(array) -> np.ndarray:
+    """``array``'s values on the host: a view, or a copy when that is cheaper."""
+    if array.nbytes < SMALL:
+        return array.numpy()
+    view = host_view(array)
+    return array.numpy() if view is None else view
+
+
+def aligned(nbytes: int) -> int:
+    return -(-nbytes // ALIGN) * ALIGN
+
+
+def layout(sizes) -> tuple:
+    """Offsets of arrays of ``sizes`` bytes packed at aligned offsets, and the total."""
+    offsets, total = [], 0
+    for n in sizes:
+        offsets.append(total)
+        total += aligned(n)
+    return offsets, total
+
+
+def new_buffer(nbytes: int) -> np.ndarray:
+    """A host byte buffer whose first byte is 64-byte aligned."""
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    start = (-raw.__array_interface__["data"][0]) % ALIGN
+    return raw[start:start + nbytes]
+
+
+def wrap(buffer: np.ndarray, offset: int, dtype: T.ScalarType, shape: tuple, device):
+    """The array of ``dtype`` and ``shape`` at ``buffer[offset:]`` on ``device``."""
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    values = buffer[offset: offset + count * dtype.itemsize].view(dtype.numpy)
+    values = values.reshape(shape)
+    if addresses_host(device):
+        return array_from_ptr(values, shape, dtype, device=device, writable=True)
+    return _copy_to_device(values, device=device)
+
+
+class Staging:
+    """One host send buffer per peer rank, grown as needed and reused."""
+
+    def __init__(self):
+        self._buffers = {}
+
+    def get(self, peer: int, nbytes: int) -> np.ndarray:
+        buffer = self._buffers.get(peer)
+        if buffer is None or buffer.nbytes < nbytes:
+            buffer = self._buffers[peer] = new_buffer(max(nbytes, 2 * getattr(
+                buffer, "nbytes", 0)))
+        return buffer[:nbytes]
+
+
+def pack(buffer: np.ndarray, offsets, arrays) -> None:
+    """Copy ``arrays`` into ``buffer`` at ``offsets``."""
+    for offset, array in zip(offsets, arrays):
+        if array.nbytes:
+            values = host_values(array).reshape(-1).view(np.uint8)
+            buffer[offset: offset + values.nbytes] = values
+
+
+def outgoing(arrays, staging: Staging, peer: int):
+    """The host buffer that carries ``arrays`` to ``peer``, as one message."""
+    if len(arrays) == 1:
+        return host_values(arrays[0]).reshape(-1).view(np.uint8)
+    offsets, total = layout([a.nbytes for a in arrays])
+    buffer = staging.get(peer, total)
+    pack(buffer, offsets, arrays)
+    return buffer
+
+
+def empty_on(device, dtype, shape):
+    """A new array to receive into directly (GPU-aware transport)."""
+    return empty(shape, dtype, device=device)

@@ -1,0 +1,112 @@
+"""The values the collectives combine: scalars and arrays, as host NumPy arrays.
+
+A value's *kind* says how it came and how it goes back: a Python ``int``
+(combined as i64) or ``float`` (f64), a NumPy scalar of a Tack type, or a Tack
+array of some dtype and shape. Every block of the world must give one kind.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ..runtime.array import Array
+from ..runtime.creation import array as _to_device
+from .errors import require_every_local
+
+OPS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def require_op(call: str, op) -> str:
+    if not isinstance(op, str) or op not in OPS:
+        raise ValueError(f"{call} takes op 'sum', 'min' or 'max', not {op!r}")
+    return op
+
+
+def kind_of(call: str, gid: int, value) -> tuple:
+    """``(kind, host values)`` of one block's value."""
+    if isinstance(value, Array):
+        return ("array", value.dtype.name, value.shape), value.numpy()
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{call}: the value of block {gid} is a bool; use an int")
+    if isinstance(value, int):
+        if not -(1 << 63) <= value < (1 << 63):
+            raise ValueError(f"{call}: the value of block {gid} ({value}) does not fit "
+                             f"in i64, which Python ints are combined as")
+        return ("int",), np.array(value, np.int64)
+    if isinstance(value, float):
+        return ("float",), np.array(value, np.float64)
+    if isinstance(value, np.generic):
+        dtype = T.from_numpy(value.dtype)
+        return ("numpy", dtype.name), np.array(value)
+    raise TypeError(f"{call}: the value of block {gid} must be a Python or NumPy scalar "
+                    f"or a tack.Array, not {type(value).__name__}")
+
+
+def local_values(blocks, call: str, values) -> tuple:
+    """``(kind or None, {gid: host values})`` for this rank's blocks, checked."""
+    if not isinstance(values, dict):
+        raise TypeError(f"{call} takes a dict of block ids to values, not "
+                        f"{type(values).__name__}")
+    require_every_local(blocks, call, "the values", values)
+    kinds, host = {}, {}
+    for gid in blocks.local:
+        kinds[gid], host[gid] = kind_of(call, gid, values[gid])
+    distinct = sorted({describe(k) for k in kinds.values()})
+    if len(distinct) > 1:
+        raise TypeError(f"{call}: the values differ in type or shape between blocks: "
+                        f"{', '.join(distinct)}")
+    kind = kinds[blocks.local.start] if len(blocks.local) else None
+    return kind, host
+
+
+def describe(kind) -> str:
+    if kind[0] == "array":
+        return f"array of {kind[1]} with shape {kind[2]}"
+    return {"int": "Python int", "float": "Python float"}.get(kind[0], f"NumPy {kind[-1]}")
+
+
+def numpy_dtype(kind) -> np.dtype:
+    if kind[0] in ("int", "float"):
+        return np.dtype(np.int64 if kind[0] == "int" else np.float64)
+    return T.scalar_type(kind[1]).numpy
+
+
+def shape_of(kind) -> tuple:
+    return kind[2] if kind[0] == "array" else ()
+
+
+def identity(kind, op: str) -> np.ndarray:
+    dtype = numpy_dtype(kind)
+    out = np.empty(shape_of(kind), dtype)
+    if op == "sum":
+        out.fill(0)
+    else:
+        info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+        big = np.inf if dtype.kind == "f" else info.max
+        small = -np.inf if dtype.kind == "f" else info.min
+        out.fill(big if op == "min" else small)
+    return out
+
+
+def combine(op: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``left op right`` element-wise, in the values' own type."""
+    return OPS[op](left, right, out=np.empty_like(left))
+
+
+def restore(kind, values: np.ndarray, device):
+    """The value of ``kind`` that ``values`` hold, as the caller gave it."""
+    if kind[0] == "int":
+        return int(values[()])
+    if kind[0] == "float":
+        return float(values[()])
+    if kind[0] == "numpy":
+        return values.dtype.type(values[()])
+    return _to_device(values, device=device)
+
+
+def result_device(blocks):
+    """Where array results go: this rank's first block's device, else the default."""
+    if len(blocks.local):
+        return blocks.device(blocks.local.start)
+    return None
