@@ -1,0 +1,160 @@
+"""Workgroup features: thread_id, barrier, shared and local arrays, block reductions.
+
+On a backend with workgroups (OpenCL) they compute; on the CPU, which has
+none, every one but local_array is refused with NotImplementedError (a
+RuntimeError at the call). This file runs on both (tests/test_backend_suites.py).
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import tack
+
+DEVICE = tack.get_default_device()
+HAS_WORKGROUPS = DEVICE.backend.supports_workgroups
+BACKEND = DEVICE.backend.class_name
+
+
+@tack.kernel
+def tile_sums(x, out):
+    for i in range(len(x)):
+        tile = tack.shared(256, tack.f32)
+        lane = tack.thread_id()
+        tile[lane] = x[i]
+        tack.barrier()
+        if lane == 0:
+            s = 0.0
+            for k in range(256):
+                s += tile[k]
+            out[i // 256] = s
+
+
+@tack.kernel
+def reduce_all(x, sums, lows, highs):
+    for i in range(len(x)):
+        v = x[i]
+        s = tack.block_sum(v)
+        lo = tack.block_min(v)
+        hi = tack.block_max(v)
+        if tack.thread_id() == 0:
+            sums[i // 256] = s
+            lows[i // 256] = lo
+            highs[i // 256] = hi
+
+
+@tack.kernel
+def reverse_quads(x, out):
+    for i in range(len(x) // 4):
+        buf = tack.local_array(4, tack.f32)
+        for k in range(4):
+            buf[k] = x[4 * i + k]
+        for k in range(4):
+            out[4 * i + k] = buf[3 - k]
+
+
+@tack.kernel
+def barrier_in_branch(x):
+    for i in range(len(x)):
+        if x[i] > 0:
+            tack.barrier()
+
+
+@tack.kernel
+def barrier_after_continue(x):
+    for i in range(len(x)):
+        if x[i] > 0:
+            continue
+        tack.barrier()
+
+
+@tack.kernel
+def sum_of_f64(x, out):
+    for i in range(len(x)):
+        out[i // 256] = tack.block_sum(x[i])
+
+
+def _refused(kernel, *args, feature):
+    """The CPU's explicit refusal of a workgroup feature."""
+    with pytest.raises(RuntimeError, match=re.escape(
+            f"Kernel '{kernel.name}' failed on {BACKEND}: {feature} needs a backend "
+            f"with workgroups, and {BACKEND} has none")):
+        kernel(*args)
+
+
+def test_shared_tile_and_barrier(rng=np.random.default_rng()):
+    x = rng.random(4 * 256, dtype=np.float32)
+    out = tack.zeros(4)
+    if not HAS_WORKGROUPS:
+        _refused(tile_sums, tack.array(x), out, feature="tack.shared()")
+        return
+    tile_sums(tack.array(x), out)
+    np.testing.assert_allclose(out.numpy(), x.reshape(4, 256).sum(1), rtol=1e-5)
+
+
+def test_block_reductions(rng=np.random.default_rng()):
+    x = (rng.random(3 * 256) * 100 - 50).astype(np.float32)
+    sums, lows, highs = tack.zeros(3), tack.zeros(3), tack.zeros(3)
+    if not HAS_WORKGROUPS:
+        _refused(reduce_all, tack.array(x), sums, lows, highs,
+                 feature="tack.block_sum()")
+        return
+    reduce_all(tack.array(x), sums, lows, highs)
+    blocks = x.reshape(3, 256)
+    np.testing.assert_allclose(sums.numpy(), blocks.sum(1), rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(lows.numpy(), blocks.min(1))
+    np.testing.assert_array_equal(highs.numpy(), blocks.max(1))
+
+
+def test_local_array_runs_everywhere():
+    x = np.arange(12, dtype=np.float32)
+    out = tack.zeros(12)
+    reverse_quads(tack.array(x), out)
+    np.testing.assert_array_equal(out.numpy(), x.reshape(3, 4)[:, ::-1].reshape(-1))
+
+
+def test_launch_must_fill_workgroups():
+    if not HAS_WORKGROUPS:
+        _refused(tile_sums, tack.zeros(1000), tack.zeros(4), feature="tack.shared()")
+        return
+    out = tack.zeros(4)
+    with pytest.raises(ValueError, match="1000 iterations is not a multiple of 256"):
+        tile_sums(tack.zeros(1000), out)
+    np.testing.assert_array_equal(out.numpy(), 0)  # refused before the launch
+
+
+@pytest.mark.parametrize("kernel,why", [
+    (barrier_in_branch, "it is inside an `if`"),
+    (barrier_after_continue, "the parallel loop can `continue` past it"),
+])
+def test_collectives_need_uniform_control_flow(kernel, why):
+    if not HAS_WORKGROUPS:
+        _refused(kernel, tack.zeros(256), feature="tack.barrier()")
+        return
+    with pytest.raises(ValueError, match=re.escape(
+            f"tack.barrier() must be reached by every thread of a workgroup, but {why}")):
+        kernel(tack.zeros(256))
+
+
+def test_block_reductions_take_f32():
+    if DEVICE.backend.supported_dtypes.isdisjoint({tack.f64}):
+        pytest.fail("the backends under test all support f64")
+    x = tack.zeros(256, tack.f64)
+    if not HAS_WORKGROUPS:
+        _refused(sum_of_f64, x, tack.zeros(1, tack.f64), feature="tack.block_sum()")
+        return
+    with pytest.raises(TypeError, match="tack.block_sum takes an f32 value, got f64"):
+        sum_of_f64(x, tack.zeros(1, tack.f64))
+
+
+def test_thread_id_with_arguments_is_rejected():
+    with pytest.raises(tack.UnsupportedSyntaxError, match="tack.thread_id\\(\\) with "
+                                                          "arguments"):
+        bad_thread_id(tack.zeros(2))
+
+
+@tack.kernel
+def bad_thread_id(x):
+    for i in range(len(x)):
+        x[i] = tack.thread_id(1)
