@@ -185,7 +185,8 @@ def test_load_of_a_scalar_at_inferred():
     fn = function(loop(store(E.Load("s", E.Name("i")))), params=params)
     with pytest.raises(tack.IRVerificationError,
                        match=failure("optimized", "Load", "function.body[0].body[0].value",
-                                     "'s' is not an array parameter")):
+                                     "'s' is neither an array parameter nor an "
+                                     "allocation")):
         verify(fn, "optimized")
 
 
@@ -216,9 +217,19 @@ def test_unknown_node_in_an_operand():
 
 
 def test_every_stage_is_known():
-    assert STAGES == ("lowered", "resolved", "inferred", "localized", "optimized", "typed")
+    assert STAGES == ("lowered", "resolved", "inferred", "localized", "optimized",
+                      "packed", "typed")
     with pytest.raises(KeyError):
-        verify(GOOD, "packed")
+        verify(GOOD, "vectorized")
+
+
+def test_packed_stage_refuses_scalar_parameters():
+    params = (S.Param("out", T.f32, True, 1), S.Param("s", T.f32, False, 0))
+    fn = function(loop(store(E.Name("s"))), params=params)
+    with pytest.raises(tack.IRVerificationError,
+                       match=failure("packed", "Param", "function.params[s]",
+                                     "a scalar parameter left after packing")):
+        verify(fn, "packed")
 
 
 def test_a_broken_pass_is_caught_at_its_boundary(monkeypatch):
