@@ -11,7 +11,8 @@ from . import types as _types
 from .errors import IRVerificationError, UnsupportedSyntaxError
 from .lang.func import Func, func
 from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub, barrier,
-                              block_max, block_min, block_sum, local_array, ndindex,
+                              block_max, block_min, block_sum, local_array,
+                              local_array_like, ndindex, shared_like,
                               register_type_intrinsics, shared, thread_id)
 from .runtime.array import Array
 from .runtime.aio import sync_async
@@ -33,10 +34,11 @@ __version__ = "0.1.0"
 register_type_intrinsics(_types)
 
 __all__ = [
-    "Array", "Blocks", "Plan", "Routing", "World", "Device", "Func", "IRVerificationError", "Kernel", "ScalarType",
+    "Blocks", "Plan", "Routing", "World",
+    "Array", "Device", "Func", "IRVerificationError", "Kernel", "ScalarType",
     "UnsupportedSyntaxError", "arange", "array", "array_from_ptr", "asarray",
     "atomic_add", "barrier", "block_max", "block_min", "block_sum", "concat",
-    "local_array", "shared", "thread_id", "copyto", "empty_like", "from_dlpack", "full_like",
+    "local_array", "local_array_like", "shared", "shared_like", "thread_id", "copyto", "empty_like", "from_dlpack", "full_like",
     "memory_space", "ones_like", "zeros_like", "sync_async", "device_count",
     "set_default_device", "set_debug", "debug_enabled",
     "atomic_max", "atomic_min", "atomic_sub", "device", "device_count", "empty",

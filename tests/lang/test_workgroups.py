@@ -158,3 +158,41 @@ def test_thread_id_with_arguments_is_rejected():
 def bad_thread_id(x):
     for i in range(len(x)):
         x[i] = tack.thread_id(1)
+
+
+@tack.kernel
+def reverse_like(x, out):
+    for i in range(len(x) // 4):
+        buf = tack.local_array_like(x, 4)
+        for k in range(4):
+            buf[k] = x[4 * i + k]
+        for k in range(4):
+            out[4 * i + k] = buf[3 - k]
+
+
+@tack.kernel
+def tile_max_like(x, out):
+    for i in range(len(x)):
+        tile = tack.shared_like(x, 256)
+        lane = tack.thread_id()
+        tile[lane] = x[i]
+        tack.barrier()
+        if lane == 0:
+            m = tile[0]
+            for k in range(1, 256):
+                m = max(m, tile[k])
+            out[i // 256] = m
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_like_allocations_take_the_array_dtype(dtype):
+    x = (np.arange(512) % 97).astype(dtype)
+    out = tack.zeros(512, dtype=dtype)
+    reverse_like(tack.array(x), out)
+    np.testing.assert_array_equal(out.numpy(), x.reshape(-1, 4)[:, ::-1].reshape(-1))
+    highs = tack.zeros(2, dtype=dtype)
+    if not HAS_WORKGROUPS:
+        _refused(tile_max_like, tack.array(x), highs, feature="tack.shared()")
+        return
+    tile_max_like(tack.array(x), highs)
+    np.testing.assert_array_equal(highs.numpy(), x.reshape(2, 256).max(1))

@@ -99,8 +99,9 @@ class Allocate(Stmt):
 
     name: str = definition()
     size: int = attr()
-    dtype: ScalarType = attr()
+    dtype: Optional[ScalarType] = attr()
     space: str = attr()
+    like: str = attr(default="")  # shared_like/local_array_like: take this array's dtype
 
 
 @node

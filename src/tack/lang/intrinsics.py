@@ -24,6 +24,8 @@ thread_id = _device_only("thread_id")
 barrier = _device_only("barrier")
 shared = _device_only("shared")
 local_array = _device_only("local_array")
+shared_like = _device_only("shared_like")
+local_array_like = _device_only("local_array_like")
 block_sum = _device_only("block_sum")
 block_min = _device_only("block_min")
 block_max = _device_only("block_max")
@@ -43,7 +45,8 @@ TACK_INTRINSICS = {
         "atomic_add": atomic_add, "atomic_sub": atomic_sub,
         "atomic_min": atomic_min, "atomic_max": atomic_max, "ndindex": ndindex,
         "thread_id": thread_id, "barrier": barrier, "shared": shared,
-        "local_array": local_array, "block_sum": block_sum, "block_min": block_min,
+        "local_array": local_array, "shared_like": shared_like,
+        "local_array_like": local_array_like, "block_sum": block_sum, "block_min": block_min,
         "block_max": block_max,
     }.items()
 }

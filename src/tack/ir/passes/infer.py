@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ... import types as T
 from ..expressions import Name
-from ..statements import Function
-from ..traversal import walk
+from ..statements import Allocate, Function
+from ..traversal import rewrite_body, walk
 from .common import kernel_error
 
 
@@ -49,4 +49,19 @@ def infer_param_types(fn: Function, specs) -> Function:
                                         ndim=len(spec.shape)))
         else:
             params.append(param.replace(dtype=spec.dtype, is_array=False, ndim=0))
-    return fn.replace(params=tuple(params), default_float=default_float(specs))
+    fn = fn.replace(params=tuple(params), default_float=default_float(specs))
+    return _fill_like_allocations(fn)
+
+
+def _fill_like_allocations(fn: Function) -> Function:
+    """``tack.shared_like(a, n)``: the allocation takes ``a``'s dtype."""
+    arrays = {p.name: p.dtype for p in fn.params if p.is_array}
+
+    def fill(node):
+        if isinstance(node, Allocate) and node.like:
+            if node.like not in arrays:
+                raise kernel_error(TypeError, fn.name, f"'{node.like}' in a *_like "
+                                   f"allocation is not an array parameter", node.span)
+            return node.replace(dtype=arrays[node.like])
+        return node
+    return fn.replace(body=rewrite_body(fn.body, fill))

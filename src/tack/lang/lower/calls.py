@@ -24,7 +24,10 @@ STATEMENT_ONLY = {"builtins.print": "print()", "builtins.range": "range()",
                   "tack.ndindex": "tack.ndindex()",
                   "tack.barrier": "tack.barrier() used as a value",
                   "tack.shared": "tack.shared() outside an assignment to a name",
-                  "tack.local_array": "tack.local_array() outside an assignment to a name"}
+                  "tack.local_array": "tack.local_array() outside an assignment to a name",
+                  "tack.shared_like": "tack.shared_like() outside an assignment to a name",
+                  "tack.local_array_like": "tack.local_array_like() outside an assignment "
+                                           "to a name"}
 BLOCK_REDUCTIONS = {"block_sum": E.BlockSum, "block_min": E.BlockMin,
                     "block_max": E.BlockMax}
 

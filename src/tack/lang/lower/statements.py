@@ -65,13 +65,18 @@ class StatementLowering:
         if not isinstance(value_node, ast.Call):
             return None
         target = self.scope.bindings.resolve(value_node.func)
-        return {"tack.shared": "shared", "tack.local_array": "local"}.get(
+        return {"tack.shared": "shared", "tack.local_array": "local",
+                "tack.shared_like": "shared", "tack.local_array_like": "local"}.get(
             getattr(target, "name", None))
 
     def allocate(self, target, call: ast.Call, space: str, node):
-        """``name = tack.shared(n, dtype)`` / ``tack.local_array(n, dtype)``."""
+        """``name = tack.shared(n, dtype)`` / ``tack.local_array(n, dtype)``, or
+        ``tack.shared_like(array, n)`` / ``tack.local_array_like(array, n)``."""
         scope = self.scope
         spelled = "tack.shared" if space == "shared" else "tack.local_array"
+        like = getattr(scope.bindings.resolve(call.func), "name", "").endswith("_like")
+        if like:
+            return self.allocate_like(target, call, space, spelled + "_like", node)
         if not isinstance(target, ast.Name):
             raise scope.unsupported(f"{spelled}() assigned to something other than a "
                                     f"name", node)
@@ -93,6 +98,23 @@ class StatementLowering:
         name = scope.rename.get(target.id, target.id)
         scope.arrays[target.id] = name
         return [S.Allocate(name, size.value, dtype, space, span=scope.span(node))]
+
+    def allocate_like(self, target, call, space, spelled, node):
+        scope = self.scope
+        if not isinstance(target, ast.Name):
+            raise scope.unsupported(f"{spelled}() assigned to something other than a "
+                                    f"name", node)
+        if len(call.args) != 2 or call.keywords:
+            raise scope.error(TypeError, f"{spelled}() takes an array and a size", call)
+        like = self.array_name(call.args[0])
+        size = call.args[1]
+        if not (isinstance(size, ast.Constant) and type(size.value) is int
+                and size.value > 0):
+            raise scope.unsupported(f"{spelled}() size that is not a positive integer "
+                                    f"literal", size)
+        name = scope.rename.get(target.id, target.id)
+        scope.arrays[target.id] = name
+        return [S.Allocate(name, size.value, None, space, like, span=scope.span(node))]
 
     def unpack(self, target: ast.Tuple, value_node, node):
         if isinstance(value_node, ast.Tuple):
