@@ -17,3 +17,8 @@ if _DEVICE:
     import tack
 
     tack.set_default_device(_DEVICE)
+
+# tests/ itself is importable (compiler_tools.py, shared helpers).
+import sys as _sys
+
+_sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -20,6 +20,7 @@ from ..lang.func import _require_def
 from ..lang.lower.kernel import lower_kernel
 from ..lang.source import read_source
 from . import debug as _debug
+from . import record as _record
 from .device import get_default_device
 from .dispatch import (Bound, ResultReader, Variant, arrays_disjoint,
                        check_extent_types, check_writable, classify, placement,
@@ -135,6 +136,8 @@ class Kernel:
                                  backend.class_name, disjoint,
                              backend.supports_workgroups)
         optimized = run_pipeline(function, request)
+        if _record.enabled():
+            _record.record(optimized)
         program = backend.build(optimized)
         if disk_key:
             disk.store_variant(disk_key, optimized, program, backend)

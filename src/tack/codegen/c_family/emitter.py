@@ -37,10 +37,10 @@ _ATOMIC_OPS = {E.AtomicAdd: "add", E.AtomicSub: "sub", E.AtomicMin: "min",
 
 
 class CEmitter:
-    def __init__(self, fn: S.Function, target):
+    def __init__(self, fn: S.Function, target, prelude: Prelude = None):
         self.fn = fn
         self.target = target
-        self.prelude = Prelude(target)
+        self.prelude = prelude or Prelude(target)
         self.arrays = {p.name: p.dtype for p in fn.params if p.is_array}
         self.lines: list = []
         self.depth = 1
@@ -68,6 +68,12 @@ class CEmitter:
 
     # -- the kernel ------------------------------------------------------------------
     def kernel(self, entry: str) -> str:
+        """A whole translation unit: header, helpers, and the kernel."""
+        function = self.function(entry)
+        return f"{self.target.header}{self.prelude.text()}\n{function}"
+
+    def function(self, entry: str) -> str:
+        """The kernel function alone (its helpers are added to ``self.prelude``)."""
         fn, t = self.fn, self.target
         loop = fn.parallel_for
         params = []
@@ -92,7 +98,7 @@ class CEmitter:
                 stmt(s, self)
         body = "\n".join(self.lines)
         head = f"{t.kernel_prefix} {entry}({', '.join(params)})"
-        return f"{t.header}{self.prelude.text()}\n{head} {{\n{body}\n}}\n"
+        return f"{head} {{\n{body}\n}}\n"
 
     def declare_arrays(self) -> None:
         """Shared and per-thread arrays, and the scratch of block reductions, all
@@ -137,10 +143,10 @@ def _const(e: E.Const, em):
     if dtype.is_float:
         value = float(e.value)
         if value != value:
-            return "NAN" if dtype == T.f64 else "(float)NAN"
+            return em.target.special_float(dtype, "nan")
         if value in (float("inf"), float("-inf")):
             sign = "-" if value < 0 else ""
-            return f"({sign}INFINITY)" if dtype == T.f32 else f"({sign}(double)INFINITY)"
+            return f"({sign}{em.target.special_float(dtype, 'inf')})"
         text = repr(value)
         if "e" not in text and "." not in text:
             text += ".0"
@@ -275,9 +281,9 @@ def _classify(e, em):
 @expr.register(E.Atomic)
 def _atomic(e, em):
     op = _ATOMIC_OPS[type(e)]
-    if e.dtype.is_float and hasattr(em.target, "float_atomic_helper"):
-        em.prelude.add_text(f"tack_atomic_{op}_{e.dtype.name}",
-                            em.target.float_atomic_helper(op, e.dtype))
+    helper = em.target.atomic_helper(op, e.dtype)
+    if helper:
+        em.prelude.add_text(f"tack_atomic_{op}_{e.dtype.name}", helper)
     pointer = f"&{em.name(e.array)}[{c(e.index, em)}]"
     if e.checked:
         raise NotImplementedError(_NO_DEBUG.format(em.target.name))

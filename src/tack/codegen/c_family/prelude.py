@@ -11,70 +11,70 @@ from __future__ import annotations
 from ... import types as T
 
 
-def _int_floordiv(t, u, signed):
+def _int_floordiv(t, u, signed, n):
     if not signed:
-        return f"static inline {t} tack_floordiv_{t}({t} a, {t} b) {{ return b == 0 ? 0 : a / b; }}\n"
-    return (f"static inline {t} tack_floordiv_{t}({t} a, {t} b) {{\n"
+        return f"static inline {t} tack_floordiv_{n}({t} a, {t} b) {{ return b == 0 ? 0 : a / b; }}\n"
+    return (f"static inline {t} tack_floordiv_{n}({t} a, {t} b) {{\n"
             f"  if (b == 0) return 0;\n"
             f"  if (b == -1) return ({t})(0 - ({u})a);\n"
             f"  {t} q = a / b, r = a % b;\n"
             f"  return (r != 0 && ((r ^ b) < 0)) ? q - 1 : q;\n}}\n")
 
 
-def _int_mod(t, u, signed):
+def _int_mod(t, u, signed, n):
     if not signed:
-        return f"static inline {t} tack_mod_{t}({t} a, {t} b) {{ return b == 0 ? 0 : a % b; }}\n"
-    return (f"static inline {t} tack_mod_{t}({t} a, {t} b) {{\n"
+        return f"static inline {t} tack_mod_{n}({t} a, {t} b) {{ return b == 0 ? 0 : a % b; }}\n"
+    return (f"static inline {t} tack_mod_{n}({t} a, {t} b) {{\n"
             f"  if (b == 0 || b == -1) return 0;\n"
             f"  {t} r = a % b;\n"
             f"  return (r != 0 && ((r ^ b) < 0)) ? ({t})(r + b) : r;\n}}\n")
 
 
-def _float_floordiv(t, u, signed):
-    return (f"static inline {t} tack_floordiv_{t}({t} a, {t} b) {{\n"
+def _float_floordiv(t, u, signed, n):
+    return (f"static inline {t} tack_floordiv_{n}({t} a, {t} b) {{\n"
             f"  {t} m = fmod(a, b), d = (a - m) / b;\n"
             f"  if (m != 0) {{ if ((b < 0) != (m < 0)) d -= 1; }}\n"
             f"  if (d != 0) {{ {t} f = floor(d); if (d - f > ({t})0.5) f += 1; return f; }}\n"
             f"  return copysign(({t})0, a / b);\n}}\n")
 
 
-def _float_mod(t, u, signed):
-    return (f"static inline {t} tack_mod_{t}({t} a, {t} b) {{\n"
+def _float_mod(t, u, signed, n):
+    return (f"static inline {t} tack_mod_{n}({t} a, {t} b) {{\n"
             f"  {t} m = fmod(a, b);\n"
             f"  if (m != 0) {{ if ((b < 0) != (m < 0)) m += b; }}\n"
             f"  else m = copysign(({t})0, b);\n"
             f"  return m;\n}}\n")
 
 
-def _int_pow(t, u, signed):
+def _int_pow(t, u, signed, n):
     negative = (f"  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);\n"
                 if signed else "")
-    return (f"static inline {t} tack_ipow_{t}({t} b, {t} e) {{\n{negative}"
+    return (f"static inline {t} tack_ipow_{n}({t} b, {t} e) {{\n{negative}"
             f"  {u} r = 1, p = ({u})b, n = ({u})e;\n"
             f"  while (n) {{ if (n & 1) r *= p; p *= p; n >>= 1; }}\n"
             f"  return ({t})r;\n}}\n")
 
 
-def _min(t, u, signed):
-    return f"static inline {t} tack_min_{t}({t} a, {t} b) {{ return b < a ? b : a; }}\n"
+def _min(t, u, signed, n):
+    return f"static inline {t} tack_min_{n}({t} a, {t} b) {{ return b < a ? b : a; }}\n"
 
 
-def _max(t, u, signed):
-    return f"static inline {t} tack_max_{t}({t} a, {t} b) {{ return a < b ? b : a; }}\n"
+def _max(t, u, signed, n):
+    return f"static inline {t} tack_max_{n}({t} a, {t} b) {{ return a < b ? b : a; }}\n"
 
 
-def _abs(t, u, signed):
-    return f"static inline {t} tack_abs_{t}({t} a) {{ return a < 0 ? ({t})(0 - ({u})a) : a; }}\n"
+def _abs(t, u, signed, n):
+    return f"static inline {t} tack_abs_{n}({t} a) {{ return a < 0 ? ({t})(0 - ({u})a) : a; }}\n"
 
 
-def _shl(t, u, signed, bits):
-    return (f"static inline {t} tack_shl_{t}({t} a, {t} n) {{ return ({u})n < {bits}u ? "
+def _shl(t, u, signed, n, bits):
+    return (f"static inline {t} tack_shl_{n}({t} a, {t} n) {{ return ({u})n < {bits}u ? "
             f"({t})(({u})a << n) : 0; }}\n")
 
 
-def _shr(t, u, signed, bits):
+def _shr(t, u, signed, n, bits):
     fill = f"(a < 0 ? ({t})-1 : 0)" if signed else "0"
-    return (f"static inline {t} tack_shr_{t}({t} a, {t} n) {{ return ({u})n < {bits}u ? "
+    return (f"static inline {t} tack_shr_{n}({t} a, {t} n) {{ return ({u})n < {bits}u ? "
             f"({t})(a >> n) : {fill}; }}\n")
 
 
@@ -91,8 +91,7 @@ class Prelude:
         self.parts: dict = {}
 
     def helper(self, name: str, dtype) -> str:
-        t = self.target.type(dtype)
-        key = f"tack_{name}_{t}"
+        key = f"tack_{name}_{dtype.name}"
         if key not in self.parts:
             self.parts[key] = self._text(name, dtype)
         return key
@@ -102,9 +101,12 @@ class Prelude:
         u = self.target.type(T.scalar_type(f"u{dtype.bits}")) if dtype.is_int else t
         if name in ("shl", "shr"):
             builder = _shl if name == "shl" else _shr
-            return builder(t, u, dtype.is_signed, dtype.bits)
-        integer, floating = _BUILDERS[name]
-        return (floating if dtype.is_float else integer)(t, u, dtype.is_signed)
+            text = builder(t, u, dtype.is_signed, dtype.name, dtype.bits)
+        else:
+            integer, floating = _BUILDERS[name]
+            text = (floating if dtype.is_float else integer)(t, u, dtype.is_signed,
+                                                             dtype.name)
+        return text.replace("static inline", self.target.helper_prefix)
 
     def add_text(self, key: str, text: str) -> None:
         self.parts.setdefault(key, text)

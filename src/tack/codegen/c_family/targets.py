@@ -13,6 +13,7 @@ class CTarget:
     """Base of the C dialects. Subclasses override class attributes and the
     few methods below; the emitter never tests which target it has."""
 
+    helper_prefix = "static inline"
     name = "C"
     kernel_prefix = "void"
     global_space = ""
@@ -44,8 +45,21 @@ class CTarget:
     def literal_suffix(self, dtype) -> str:
         return {T.i64: "LL", T.u64: "ULL", T.u32: "U", T.f32: "f"}.get(dtype, "")
 
+    def float_atomic_helper(self, op: str, dtype) -> str:
+        raise NotImplementedError(f"the {self.name} target has no float atomics")
+
+    def atomic_helper(self, op: str, dtype) -> str:
+        """C text of a helper the atomic needs ("" when the hardware has it)."""
+        return self.float_atomic_helper(op, dtype) if dtype.is_float else ""
+
     def print_call(self, fmt: str, args) -> str:
         return f'printf({fmt}{"".join(", " + a for a in args)});'
+
+    def special_float(self, dtype, kind: str) -> str:
+        """NaN or +infinity of ``dtype`` (``kind``: "nan" or "inf")."""
+        if dtype == T.f32:
+            return "((float)NAN)" if kind == "nan" else "INFINITY"
+        return "((double)NAN)" if kind == "nan" else "((double)INFINITY)"
 
 
 class OpenCLTarget(CTarget):
@@ -120,6 +134,126 @@ class OpenCLTarget(CTarget):
                 f"  for (;;) {{\n"
                 f"    {t} old = {as_float}(seen);\n"
                 f"    {bits} got = {cas}(q, seen, {as_bits}(({t})({update})));\n"
+                f"    if (got == seen) return old;\n"
+                f"    seen = got;\n"
+                f"  }}\n}}\n")
+
+
+_CUDA_CONVERT = {T.i32: "int", T.u32: "uint", T.i64: "ll", T.u64: "ull"}
+_NARROW = {T.i8: (-128, 127), T.i16: (-32768, 32767), T.u8: (0, 255), T.u16: (0, 65535)}
+
+
+class CUDATarget(CTarget):
+    """CUDA C++ for NVRTC: one ``extern "C" __global__`` function per kernel."""
+
+    name = "CUDA"
+    kernel_prefix = 'extern "C" __global__ void'
+    global_space = ""
+    pack_space = "const"
+    shared_space = "__shared__"
+    barrier = "__syncthreads();"
+    index_type = "long long"
+    header = ""
+
+    def global_id(self) -> str:
+        return "((long long)blockIdx.x * blockDim.x + threadIdx.x)"
+
+    def local_id(self) -> str:
+        return "((long long)threadIdx.x)"
+
+    def special_float(self, dtype, kind: str) -> str:
+        if dtype == T.f32:
+            return "__int_as_float(0x7fc00000)" if kind == "nan" else \
+                "__int_as_float(0x7f800000)"
+        bits = "0x7ff8000000000000LL" if kind == "nan" else "0x7ff0000000000000LL"
+        return f"__longlong_as_double({bits})"
+
+    def saturating(self, dst, expr: str) -> str:
+        """The ``__float2int_rz`` family saturates and maps NaN to zero; narrow
+        integers clamp the 32-bit result."""
+        if dst in _NARROW:
+            lo, hi = _NARROW[dst]
+            inner = f"__double2int_rz((double)({expr}))"
+            return f"(({self.type(dst)})min(max({inner}, {lo}), {hi}))"
+        return f"__double2{_CUDA_CONVERT[dst]}_rz((double)({expr}))"
+
+    def atomic(self, op: str, dtype, pointer: str, value: str) -> str:
+        if dtype.is_float and (op in ("min", "max") or op == "sub"):
+            return f"tack_atomic_{op}_{dtype.name}({pointer}, {value})"
+        if dtype.bits == 64 and dtype.is_int:
+            kind = "unsigned long long" if (op in ("add", "sub") or not dtype.is_signed) \
+                else "long long"
+            operand = f"({kind})({value})"
+            if op == "sub":
+                return f"({self.type(dtype)})atomicAdd(({kind}*){pointer}, " \
+                       f"({kind})0 - {operand})"
+            return f"({self.type(dtype)})atomic{op.capitalize()}(({kind}*){pointer}, " \
+                   f"{operand})"
+        return f"atomic{op.capitalize()}({pointer}, {value})"
+
+    def float_atomic_helper(self, op: str, dtype) -> str:
+        if op == "add":
+            return ""
+        t = self.type(dtype)
+        bits, to_bits, to_float = (("int", "__float_as_int", "__int_as_float")
+                                   if dtype.bits == 32 else
+                                   ("unsigned long long", "(unsigned long long)"
+                                    "__double_as_longlong", "__longlong_as_double"))
+        cast = "(long long)" if dtype.bits == 64 else ""
+        update = {"sub": "old - v", "min": "fmin(old, v)", "max": "fmax(old, v)"}[op]
+        return (f"__device__ static inline {t} tack_atomic_{op}_{dtype.name}({t}* p, "
+                f"{t} v) {{\n"
+                f"  {bits}* q = ({bits}*)p;\n"
+                f"  {bits} seen = *q;\n"
+                f"  for (;;) {{\n"
+                f"    {t} old = {to_float}({cast}seen);\n"
+                f"    {bits} got = atomicCAS(q, seen, {to_bits}(({t})({update})));\n"
+                f"    if (got == seen) return old;\n"
+                f"    seen = got;\n"
+                f"  }}\n}}\n")
+
+    def block_reduce_helper(self, op: str, lanes: int) -> str:
+        combine = {"sum": "a + b", "min": "b < a ? b : a", "max": "a < b ? b : a"}[op]
+        return (f"__device__ static inline float tack_block_{op}(float* s, float v) {{\n"
+                f"  int lane = threadIdx.x;\n"
+                f"  __syncthreads();\n"
+                f"  s[lane] = v;\n"
+                f"  __syncthreads();\n"
+                f"  for (int width = {lanes // 2}; width > 0; width >>= 1) {{\n"
+                f"    if (lane < width) {{ float a = s[lane], b = s[lane + width]; "
+                f"s[lane] = {combine}; }}\n"
+                f"    __syncthreads();\n"
+                f"  }}\n"
+                f"  return s[0];\n}}\n")
+
+    helper_prefix = "__device__ static inline"
+    type_names = dict(CTarget.type_names)
+
+
+class HIPTarget(CUDATarget):
+    """HIP C++ (hipRTC or hipcc): CUDA's spellings, plus the HIP header. HIP has
+    no signed 64-bit atomicMin/atomicMax: those are compare-and-swap loops."""
+
+    name = "HIP"
+    header = "#include <hip/hip_runtime.h>\n"
+
+    def atomic(self, op: str, dtype, pointer: str, value: str) -> str:
+        if dtype == T.i64 and op in ("min", "max"):
+            return f"tack_atomic_{op}_i64({pointer}, {value})"
+        return super().atomic(op, dtype, pointer, value)
+
+    def atomic_helper(self, op: str, dtype) -> str:
+        if dtype != T.i64 or op not in ("min", "max"):
+            return super().atomic_helper(op, dtype)
+        better = "v < old" if op == "min" else "old < v"
+        return (f"__device__ static inline long long tack_atomic_{op}_i64(long long* p, "
+                f"long long v) {{\n"
+                f"  unsigned long long* q = (unsigned long long*)p;\n"
+                f"  unsigned long long seen = *q;\n"
+                f"  for (;;) {{\n"
+                f"    long long old = (long long)seen;\n"
+                f"    if (!({better})) return old;\n"
+                f"    unsigned long long got = atomicCAS(q, seen, (unsigned long long)v);\n"
                 f"    if (got == seen) return old;\n"
                 f"    seen = got;\n"
                 f"  }}\n}}\n")

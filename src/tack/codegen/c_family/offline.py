@@ -1,0 +1,30 @@
+"""Many kernels in one C-family translation unit, for offline compile checks.
+
+``translation_unit(functions, target)`` packs and annotates each optimized IR
+function, emits it under a unique entry name, and shares the helpers among
+them. A kernel the target refuses (print, debug mode, or a user error that
+the build reports, such as a negative literal integer exponent) is counted,
+not emitted: dispatch raises those errors explicitly already.
+"""
+
+from __future__ import annotations
+
+from ...ir.passes.annotate import annotate_types
+from ...ir.passes.pack import pack_scalars
+from ...ir.verify import verify
+from .emitter import CEmitter
+from .prelude import Prelude
+
+
+def translation_unit(functions, target):
+    """(source, emitted count, refused count)."""
+    prelude = Prelude(target)
+    parts, refused = [], 0
+    for k, fn in enumerate(functions):
+        try:  # the same steps, and the same refusals, as a GPU backend's build
+            packed, _ = pack_scalars(fn)
+            typed = verify(annotate_types(verify(packed, "packed")), "typed")
+            parts.append(CEmitter(typed, target, prelude).function(f"tack_k{k}"))
+        except (NotImplementedError, TypeError, ValueError):
+            refused += 1
+    return f"{target.header}{prelude.text()}\n" + "\n".join(parts), len(parts), refused
