@@ -115,3 +115,13 @@ def test_histogram():
     np.testing.assert_array_equal(counts, np.bincount(inside, minlength=32))
     with pytest.raises(TypeError, match="histogram\\(\\) takes i32"):
         A.histogram(tack.zeros(3), 4)
+
+
+def test_histogram_out_must_match_the_bins():
+    keys = tack.array(np.array([0, 1, 1], np.int32))
+    with pytest.raises(ValueError, match="out must have 4 elements"):
+        A.histogram(keys, 4, out=tack.zeros(20, tack.i64))
+    with pytest.raises(TypeError, match="histogram\\(\\) counts into i32, u32, i64 or u64"):
+        A.histogram(keys, 4, out=tack.zeros(4, tack.f32))
+    counts = A.histogram(keys, 2, out=tack.full(2, 5, tack.i32))
+    np.testing.assert_array_equal(counts.numpy(), [6, 7])

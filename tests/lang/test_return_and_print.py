@@ -204,3 +204,18 @@ def test_print_from_device_function(rng, capsys):
     lines = capsys.readouterr().out.splitlines()
     expected = [f"device {i} {float(data[i] * 2)}" for i in range(0, 5, 2)]
     assert sorted(lines) == sorted(expected), f"seed={rng.seed}"
+
+
+@tack.kernel
+def k_same_float_as_the_loop(a, n) -> float:
+    h = 1 / n
+    for i in range(len(a)):
+        a[i] = h
+    return h
+
+
+def test_returned_value_uses_the_loops_float_type():
+    # The hidden f64 result array must not make the epilogue compute in f64.
+    a = tack.zeros(3)
+    value = k_same_float_as_the_loop(a, 10)
+    assert value == float(a.numpy()[0]) == float(np.float32(0.1))

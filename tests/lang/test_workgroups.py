@@ -196,3 +196,38 @@ def test_like_allocations_take_the_array_dtype(dtype):
         return
     tile_max_like(tack.array(x), highs)
     np.testing.assert_array_equal(highs.numpy(), x.reshape(2, 256).max(1))
+
+
+@tack.kernel
+def local_extents(x, out):
+    for i in range(len(x)):
+        buf = tack.local_array(4, tack.i32)
+        for j in range(len(buf)):
+            buf[j] = j + buf.shape[0]
+        out[i] = buf[3] + x[i]
+
+
+@tack.kernel
+def allocated_twice(out):
+    for i in range(len(out)):
+        buf = tack.local_array(2, tack.f32)
+        buf = tack.local_array(2, tack.f32)
+        out[i] = 0.0
+
+
+def test_local_array_extents_are_constants_also_in_debug_mode():
+    x = tack.array(np.arange(5, dtype=np.int32))
+    for debug in (False, True):
+        tack.set_debug(debug)
+        try:
+            out = tack.zeros(5, tack.i32)
+            local_extents(x, out)
+        finally:
+            tack.set_debug(False)
+        np.testing.assert_array_equal(out.numpy(), np.arange(5) + 7)
+
+
+def test_an_array_is_allocated_once():
+    with pytest.raises(tack.UnsupportedSyntaxError,
+                       match="unsupported second allocation of 'buf'"):
+        allocated_twice(tack.zeros(2))

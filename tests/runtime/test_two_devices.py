@@ -58,3 +58,15 @@ def test_to_device_copies_between_domains():
     assert moved.device == gpu and moved is not a
     np.testing.assert_array_equal(moved.numpy(), 1)
     assert b.to_device(gpu) is b
+
+
+def test_opencl_arrays_share_no_pointers():
+    gpu = tack.device("opencl")
+    with pytest.raises(TypeError, match="array_from_ptr\\(\\) on the OpenCLBackend wraps "
+                                        "no pointers"):
+        tack.array_from_ptr(np.zeros(4, np.float32), (4,), tack.f32, device=gpu)
+    a = tack.ones(4, device=gpu)
+    with pytest.raises(BufferError, match="cannot be exported through DLPack"):
+        a.__dlpack__()
+    with pytest.raises(BufferError):
+        np.from_dlpack(a)

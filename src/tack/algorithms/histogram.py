@@ -26,8 +26,16 @@ def histogram(keys, bins: int, out=None):
     keys = require_1d("histogram", "keys", require_array("histogram", "keys", keys))
     if keys.dtype not in _KEY_TYPES:
         raise TypeError(f"histogram() takes i32, u32, i64 or u64 keys, not {keys.dtype}")
+    bins = int(bins)
     if out is None:
-        out = zeros(int(bins), T.i64, device=keys.device)
+        out = zeros(bins, T.i64, device=keys.device)
+    require_1d("histogram", "out", require_array("histogram", "out", out))
+    if out.size != bins:
+        raise ValueError(f"histogram() out must have {bins} elements (one per bin), "
+                         f"got {out.size}")
+    if out.dtype not in _KEY_TYPES:
+        raise TypeError(f"histogram() counts into i32, u32, i64 or u64 arrays, not "
+                        f"{out.dtype}")
     same_device("histogram", keys, out)
     count_keys(keys, out)
     return out

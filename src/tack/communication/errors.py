@@ -97,9 +97,10 @@ def require_array(call: str, what: str, value) -> Array:
 
 def require_on_device(blocks, call: str, what: str, gid: int, array: Array) -> Array:
     device = blocks.device(gid)
-    if array.to_device(device) is not array:
-        raise ValueError(f"{call}: {what} is on {array.device}, not on block {gid}'s "
-                         f"device ({device}); copy it there first (a.to_device(...))")
+    if array.device != device:
+        raise ValueError(f"{call}: {what} is not on block {gid}'s device ({device!r}) "
+                         f"but on another ({array.device!r}); copy it there first "
+                         f"(a.to_device(...))")
     return array
 
 

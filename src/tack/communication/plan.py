@@ -16,8 +16,9 @@ import numpy as np
 
 from .. import types as T
 from ..runtime.array import Array
+from ..runtime.creation import array, empty
 from ..runtime.host_ops import copyto
-from . import transport
+from . import kernels, transport
 from .errors import (fault, require_array, require_dict, require_every_local,
                      require_gid, require_on_device)
 from .world import TAG_PLAN, start_all, wait_all
@@ -97,7 +98,8 @@ class Plan:
                                  (dtype, TypeError, f"{RUN}: the element type")])
         state = self._state
         if state is None or state.type_name != self._dtype:
-            state = self._state = _State(self, self._dtype)
+            make = _DirectState if world.gpu_aware else _State
+            state = self._state = make(self, self._dtype)
         state.run(views)
         for g, (array, view, copied) in views.items():
             if copied:
@@ -126,6 +128,9 @@ class Plan:
             if receives and not array.writable:
                 raise ValueError(f"{RUN}: the values of block {g} are read-only, but "
                                  f"the block receives elements")
+            if blocks.world.gpu_aware:     # kernels move the elements
+                views[g] = (array, None, False)
+                continue
             view = transport.host_view(array)
             copied = view is None and receives
             view = (array.numpy() if view is None else view).reshape(-1)
@@ -205,6 +210,57 @@ class _State:
                 if hasattr(request, "Free"):
                     request.Free()
             self.recv_requests = self.send_requests = []
+
+
+class _DirectState:
+    """GPU-aware: a device buffer per message, filled and emptied by Tack kernels and
+    handed to MPI through DLPack."""
+
+    def __init__(self, plan: Plan, type_name):
+        blocks, world = plan.blocks, plan.blocks.world
+        self.world, self.type_name = world, type_name
+        dtype = T.scalar_type(type_name) if type_name else T.u8
+
+        def on(g, index):
+            device = blocks.device(g)
+            return (array(index.astype(np.int64), device=device),
+                    empty(index.size, dtype, device=device))
+        self.local = [(s, d, *on(s, i), *on(d, j)) for s, d, i, j in plan._local]
+        self.out = [(peer, s, *on(s, i)) for peer, items in plan._out.items()
+                    for s, i in items]
+        self.into = [(peer, d, *on(d, i)) for peer, items in plan._in.items()
+                     for d, i in items]
+        self.persistent = world.persistent
+        if self.persistent:
+            comm = world.comm
+            self.recv_requests = [comm.Recv_init(b, p, TAG_PLAN) for p, _, _, b in self.into]
+            self.send_requests = [comm.Send_init(b, p, TAG_PLAN) for p, _, _, b in self.out]
+
+    def run(self, views: dict) -> None:
+        world = self.world
+        flat = {g: array.reshape(-1) for g, (array, _, _) in views.items()}
+        if self.persistent:
+            recvs, sends = self.recv_requests, self.send_requests
+            start_all(recvs)
+        else:
+            recvs = [world.irecv(b, p, TAG_PLAN) for p, _, _, b in self.into]
+        for _, s, index, buffer in self.out:
+            kernels.gather(flat[s], index, buffer)
+        if self.persistent:
+            start_all(sends)
+        else:
+            sends = [world.isend(b, p, TAG_PLAN) for p, _, _, b in self.out]
+        for s, _, index, buffer, _, _ in self.local:
+            kernels.gather(flat[s], index, buffer)
+        for _, d, _, data, index, _ in self.local:
+            kernels.scatter(flat[d], index, data)
+        wait_all(recvs)
+        for _, d, index, data in self.into:
+            kernels.scatter(flat[d], index, data)
+        wait_all(sends)
+
+    def free(self) -> None:
+        _State.free(self)
 
 
 def _pieces(buffer: np.ndarray, items) -> list:

@@ -122,7 +122,7 @@ def _boundaries(blocks, run) -> list:
     total = sum(i[0] for i in info)
     ends = [e for _, e in info if e is not None]
     if total == 0:
-        return [0] * (count + 1)
+        return [(0, None)] * (count + 1)
     low, high = min(e[0] for e in ends), max(e[1] for e in ends)
     dtype = run.dtype if run is not None else None
     targets = [b * total // count for b in range(1, count)]

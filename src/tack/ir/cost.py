@@ -16,7 +16,7 @@ from . import statements as S
 from .registry import Registry
 from .traversal import children
 
-UNKNOWN_TRIPS = 8
+UNKNOWN_TRIPS = 64  # a loop with run-time bounds is assumed to be long
 node_cost = Registry("cost model")
 
 

@@ -166,7 +166,7 @@ class ResultReader:
     __slots__ = ("inner", "device", "dtype", "kind")
 
     def __init__(self, kernel, device, specs, template, dtype, kind, debug=False):
-        full = specs + (ArgSpec(dtype, (1,), "array"),)
+        full = specs + (ArgSpec(dtype, (1,), "result"),)  # not counted as an argument
         self.inner = Bound(kernel, device, device, full, template, epilogue=True,
                            debug=debug)
         self.device = device

@@ -132,6 +132,9 @@ def export(array: Array, max_version=None, copy=None):
     if copy:
         raise BufferError("Tack exports DLPack tensors without copying; copy=True is "
                           "not supported")
+    if array.device.backend.memory_domain != "host":
+        raise BufferError(f"arrays on {array.device} cannot be exported through DLPack: "
+                          f"{array.device.backend.dlpack_refusal_note}")
     array.device.backend.synchronize()
     shape = (ctypes.c_int64 * max(1, len(array.shape)))(*array.shape)
     versioned = max_version is not None and tuple(max_version) >= (1, 0)

@@ -33,6 +33,10 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
     unless ``writable=True``.
     """
     dev = _resolve_device(device)
+    if dev.backend.memory_domain != "host":
+        raise TypeError(f"array_from_ptr() on the {dev.backend.class_name} wraps no "
+                        f"pointers: its buffers have no address Tack can use. Copy the "
+                        f"values instead: tack.array(values, device='{dev}')")
     dims = _shape(shape)
     dt = T.as_scalar_type(dtype)
     address, owner = _address(ptr)

@@ -17,11 +17,11 @@ class ArgSpec:
 
     dtype: ScalarType
     shape: Optional[tuple] = None
-    category: str = "scalar"  # "array" | "scalar"
+    category: str = "scalar"  # "array" | "scalar" | "result" (a hidden output array)
 
     @property
     def is_array(self) -> bool:
-        return self.category == "array"
+        return self.category != "scalar"
 
 
 def where(span) -> str:

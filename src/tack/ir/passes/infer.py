@@ -17,7 +17,8 @@ from .common import kernel_error
 
 def default_float(specs) -> T.ScalarType:
     """f64 if any array argument is f64, else f32 (the kernel float rule)."""
-    return T.f64 if any(s.is_array and s.dtype == T.f64 for s in specs) else T.f32
+    return T.f64 if any(s.category == "array" and s.dtype == T.f64 for s in specs) \
+        else T.f32
 
 
 def check_arguments(fn: Function, specs) -> Function:

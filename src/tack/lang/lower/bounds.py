@@ -34,6 +34,14 @@ class Site:
     dims: int = 1
 
 
+class _At:
+    """A stand-in AST position for an error raised from a span."""
+
+    def __init__(self, span):
+        self.lineno = span.line
+        self.col_offset = span.col - 1
+
+
 class BoundsLowering:
     """Mixin of the Lowerer; active when ``self.debug`` is true."""
 
@@ -41,6 +49,11 @@ class BoundsLowering:
     host_context = False  # lowering the loop range: extents stay symbolic
 
     def extent(self, array: str, dim: int, span) -> E.Expr:
+        if array in self.allocation_sizes:  # shared and local arrays are 1-D
+            if dim != 0:
+                raise self.scope.unsupported(f"dimension {dim} of the one-dimensional "
+                                             f"array '{array}'", _At(span))
+            return E.Const(self.allocation_sizes[array], span=span)
         if not self.debug or self.host_context or array not in self.extent_slots:
             return E.DimSize(array, dim, span=span)
         slot = self.extent_slots[array] + dim

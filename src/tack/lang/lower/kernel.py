@@ -52,6 +52,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         self.debug = debug
         self.sites: list = []
         self.extent_slots: dict = {}
+        self.allocation_sizes: dict = {}   # IR name of a shared/local array -> size
         self.names = NameAllocator(names_in(source.tree))
         self.pre: list = []
         self.active: set = set()

@@ -95,9 +95,19 @@ class StatementLowering:
                 raise scope.unsupported(f"{spelled}() dtype that is not a tack scalar "
                                         f"type", dtype_node)
             dtype = T.scalar_type(name)
-        name = scope.rename.get(target.id, target.id)
-        scope.arrays[target.id] = name
+        name = self.allocation_name(target, size.value, node)
         return [S.Allocate(name, size.value, dtype, space, span=scope.span(node))]
+
+    def allocation_name(self, target: ast.Name, size: int, node) -> str:
+        """Register an allocated array (once per name) and return its IR name."""
+        scope = self.scope
+        name = scope.rename.get(target.id, target.id)
+        if name in self.allocation_sizes:
+            raise scope.unsupported(f"second allocation of '{target.id}' (allocate each "
+                                    f"array once)", node)
+        scope.arrays[target.id] = name
+        self.allocation_sizes[name] = size
+        return name
 
     def allocate_like(self, target, call, space, spelled, node):
         scope = self.scope
@@ -112,8 +122,7 @@ class StatementLowering:
                 and size.value > 0):
             raise scope.unsupported(f"{spelled}() size that is not a positive integer "
                                     f"literal", size)
-        name = scope.rename.get(target.id, target.id)
-        scope.arrays[target.id] = name
+        name = self.allocation_name(target, size.value, node)
         return [S.Allocate(name, size.value, None, space, like, span=scope.span(node))]
 
     def unpack(self, target: ast.Tuple, value_node, node):
