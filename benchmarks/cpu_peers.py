@@ -541,6 +541,40 @@ def print_report(names, results, sizes):
             print(f"  {label} ({unit}): " + ", ".join(parts))
 
 
+def measure_sort(n: int, seed: int) -> None:
+    """tack.algorithms.radix_sort_pairs against NumPy's stable argsort + gather,
+    i64 keys with i64 values (the CPU-performance issue's sort row)."""
+    if "tack" not in sys.modules and importlib.util.find_spec("tack") is None:
+        return
+    import tack
+    import tack.algorithms as A
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, dtype=np.int64)
+    values = np.arange(n, dtype=np.int64)
+    tk, tv = tack.array(keys), tack.array(values)
+    sk, sv = A.radix_sort_pairs(tk, tv)
+    order = np.argsort(keys, kind="stable")
+    check("radix_sort_pairs", sv.numpy(), order, rtol=0, atol=0)
+
+    def numpy_sort():
+        o = np.argsort(keys, kind="stable")
+        return keys[o], values[o]
+    tack_s = statistics.median(_times(lambda: A.radix_sort_pairs(tk, tv), 5))
+    numpy_s = statistics.median(_times(numpy_sort, 5))
+    print(f"\nradix_sort_pairs, {n:,} i64 keys + i64 values: Tack {tack_s * 1e3:.1f} ms, "
+          f"NumPy argsort(stable)+gather {numpy_s * 1e3:.1f} ms")
+    print(f"  ratio (throughput): Tack/NumPy {numpy_s / tack_s:.2f}x")
+
+
+def _times(call, repeats):
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        out.append(time.perf_counter() - start)
+    return out
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -590,6 +624,8 @@ def main(argv=None) -> int:
         del peer
     print()
     print_report(args.names, results, sizes)
+    if "tack" in args.names:
+        measure_sort(1 << 20 if args.quick else 8_000_000, seed)
     print(f"\nTotal time {time.perf_counter() - started:.1f} s")
     return 1 if failed else 0
 
