@@ -1,0 +1,225 @@
+"""Every error row of the communication contract, raised on every rank.
+
+In each test one rank (the last) makes the mistake and every rank must raise
+the same exception type with the same message; then a further collective must
+work, which shows that no rank was left waiting and nothing stayed queued.
+"""
+
+import numpy as np
+import tack
+from commtest import blocks_for, main, raises
+
+
+def setup(comm, per_rank=2, **options):
+    blocks, world = blocks_for(comm, [per_rank] * comm.Get_size(),
+                               tack.World(comm, **options))
+    return blocks, world, comm.Get_rank() == comm.Get_size() - 1
+
+
+def everywhere(comm, blocks, exc_type, message, fn, *args):
+    exc = raises(exc_type, message, fn, *args)
+    texts = comm.allgather((type(exc).__name__, str(exc)))
+    assert len(set(texts)) == 1, texts
+    total = blocks.all_reduce({g: 1 for g in blocks.local})
+    assert total == blocks.count
+
+
+def test_global_id_out_of_range(comm, rng):
+    blocks, world, bad = setup(comm)
+    count = blocks.count
+    values = {g: 1.0 for g in blocks.local}
+    if bad:
+        values[count + 5] = 1.0
+    everywhere(comm, blocks, ValueError, f"block {count + 5} is out of range: the world "
+               f"has {count} blocks", blocks.all_reduce, values)
+    messages = {blocks.local.start: {count: {"a": tack.zeros(2)}}} if bad else {}
+    everywhere(comm, blocks, ValueError, f"block {count} is out of range",
+               blocks.exchange, messages)
+    world.free()
+
+
+def test_another_ranks_block(comm, rng):
+    blocks, world, bad = setup(comm)
+    if comm.Get_size() == 1:
+        return
+    other = 0
+    messages = {other: {other: {"a": tack.zeros(2)}}} if bad else {}
+    everywhere(comm, blocks, ValueError, "block 0 belongs to rank 0, not to this rank",
+               blocks.exchange, messages)
+    raises(ValueError, "belongs to rank", blocks.device, (blocks.local.start + 2)
+           % blocks.count)
+    world.free()
+
+
+def test_missing_entry(comm, rng):
+    blocks, world, bad = setup(comm)
+    values = {g: 1 for g in blocks.local}
+    missing = blocks.local.stop - 1
+    if bad:
+        del values[missing]
+    message = f"Blocks.exclusive_scan(): the values has no entry for block {blocks.count - 1}"
+    everywhere(comm, blocks, ValueError, message, blocks.exclusive_scan, values)
+    bounds = {g: ((g, 0), (g + 1, 1)) for g in blocks.local}
+    points = {g: tack.zeros((3, 2), tack.f64) for g in blocks.local}
+    if bad:
+        del points[missing]
+    everywhere(comm, blocks, ValueError, f"Routing(): the points has no entry for block "
+               f"{blocks.count - 1}", tack.Routing, blocks, bounds, points)
+    world.free()
+
+
+def test_not_a_dict_of_arrays(comm, rng):
+    blocks, world, bad = setup(comm)
+    first = blocks.local.start
+    message = {"a": np.zeros(3) if bad else tack.zeros(3)}
+    everywhere(comm, blocks, TypeError, "must be a tack.Array, not ndarray",
+               blocks.exchange, {first: {first: message}})
+    everywhere(comm, blocks, TypeError, "must be a dict of names to tack.Arrays, not list",
+               blocks.exchange, {first: {first: [1, 2] if bad else {}}})
+    values = {g: ("text" if bad else 1.0) for g in blocks.local}
+    everywhere(comm, blocks, TypeError, "must be a Python or NumPy scalar or a tack.Array, "
+               "not str", blocks.all_gather, values)
+    world.free()
+
+
+def test_array_not_on_its_blocks_device(comm, rng):
+    other = tack.device("cpu", num_threads=1)          # another device than the default
+    size = comm.Get_size()
+    world = tack.World(comm)
+    blocks = tack.Blocks([other] * 2, world)
+    bad = comm.Get_rank() == size - 1
+    first = blocks.local.start
+    array = tack.zeros(3) if bad else tack.zeros(3, device=other)
+    everywhere(comm, blocks, ValueError, f"is not on block {blocks.count - 2}'s device",
+               blocks.exchange, {first: {first: {"a": array}}})
+    keys = {g: tack.zeros(3, tack.i64, device=other) for g in blocks.local}
+    if bad:
+        keys[first] = tack.zeros(3, tack.i64)
+    everywhere(comm, blocks, ValueError, "the keys of block", blocks.sort_by_key, keys)
+    world.free()
+
+
+def test_plan_lengths_disagree(comm, rng):
+    blocks, world, bad = setup(comm)
+    total = blocks.count
+    sends = {g: {(g + 1) % total: np.arange(3)} for g in blocks.local}
+    receives = {g: {(g - 1) % total: np.arange(3)} for g in blocks.local}
+    last = total - 1                    # the last rank's last block
+    if bad:
+        receives[last] = {last - 1: np.arange(2)}
+    everywhere(comm, blocks, ValueError, f"Plan(): block {last - 1} sends 3 elements to "
+               f"block {last}, which receives 2 from it", tack.Plan, blocks, sends,
+               receives)
+    receives = {g: {(g - 1) % total: np.arange(3)} for g in blocks.local}
+    if bad:
+        del receives[last]
+    everywhere(comm, blocks, ValueError, f"sends 3 elements to block {last}, which "
+               f"receives nothing from it", tack.Plan, blocks, sends, receives)
+    sends = {g: {(g + 1) % total: np.arange(3)} for g in blocks.local}
+    receives = {g: {(g - 1) % total: np.arange(3)} for g in blocks.local}
+    if bad:
+        receives[last][last] = np.arange(4)     # the block does not send to itself
+    everywhere(comm, blocks, ValueError, f"block {last} receives 4 elements from block "
+               f"{last}, which sends it nothing", tack.Plan, blocks, sends, receives)
+    world.free()
+
+
+def test_plan_element_types(comm, rng):
+    blocks, world, bad = setup(comm)
+    total = blocks.count
+    plan = tack.Plan(blocks, {g: {(g + 1) % total: [0]} for g in blocks.local},
+                     {g: {(g - 1) % total: [1]} for g in blocks.local})
+    values = {g: tack.zeros(2, tack.f32) for g in blocks.local}
+    plan.run(values)
+    if bad:
+        values[blocks.local.start] = tack.zeros(2, tack.f64)
+    message = ("the values have different element types on different blocks"
+               if bad or comm.Get_size() == 1 else None)
+    exc = raises(TypeError, "", plan.run, values)
+    texts = comm.allgather(str(exc))
+    assert len(set(texts)) == 1 and "element type" in texts[0], texts
+    if message:
+        assert message in str(exc)
+    if comm.Get_size() > 1:     # each rank's blocks agree, the ranks do not
+        others = {g: tack.zeros(2, tack.f64 if bad else tack.f32) for g in blocks.local}
+        everywhere(comm, blocks, TypeError, "Plan.run(): the element type differs "
+                   "between ranks: 'f32', 'f64'", plan.run, others)
+    plan.run({g: tack.zeros(2, tack.i32) for g in blocks.local})    # a new type: fine
+    world.free()
+
+
+def test_sort_key_types(comm, rng):
+    blocks, world, bad = setup(comm)
+    keys = {g: tack.zeros(3, tack.f32 if bad else tack.i64) for g in blocks.local}
+    everywhere(comm, blocks, TypeError, f"takes i32, u32, i64 or u64 keys; the keys of "
+               f"block {blocks.local.start} are f32" if bad or comm.Get_size() == 1 else
+               "takes i32, u32, i64 or u64 keys", blocks.sort_by_key, keys)
+    if comm.Get_size() > 1:
+        keys = {g: tack.zeros(3, tack.i32 if bad else tack.i64) for g in blocks.local}
+        everywhere(comm, blocks, TypeError, "Blocks.sort_by_key(): the keys' type "
+                   "differs between ranks: 'i32', 'i64'", blocks.sort_by_key, keys)
+    keys = {g: tack.zeros(3, tack.u32 if g == blocks.local.start and bad else tack.i64)
+            for g in blocks.local}
+    everywhere(comm, blocks, TypeError, "keys" if not bad else
+               "the keys have different types on different blocks (i64, u32)",
+               blocks.sort_by_key, keys)
+    world.free()
+
+
+def test_unknown_operation(comm, rng):
+    blocks, world, bad = setup(comm)
+    everywhere(comm, blocks, ValueError, "Blocks.all_reduce() takes op 'sum', 'min' or "
+               "'max', not 'prod'", blocks.all_reduce, {g: 1.0 for g in blocks.local},
+               "prod" if bad else "sum")
+    world.free()
+
+
+def test_gpu_aware_without_communicator(comm, rng):
+    raises(ValueError, "World(gpu_aware=True) needs a communicator", tack.World,
+           gpu_aware=True)
+
+
+def test_values_differ_between_ranks(comm, rng):
+    blocks, world, bad = setup(comm)
+    if comm.Get_size() == 1:
+        return
+    values = {g: tack.zeros(4 if bad else 3) for g in blocks.local}
+    everywhere(comm, blocks, TypeError, "Blocks.all_reduce(): the values' type or shape "
+               "differs between ranks", blocks.all_reduce, values)
+    world.free()
+
+
+def test_calls_in_different_order(comm, rng):
+    blocks, world, bad = setup(comm)
+    if comm.Get_size() == 1:
+        return
+    values = {g: 1.0 for g in blocks.local}
+    call = (lambda: blocks.exchange({})) if bad else (lambda: blocks.all_reduce(values))
+    last = comm.Get_size() - 1
+    everywhere(comm, blocks, ValueError, f"collective calls differ between ranks: rank 0 "
+               f"is in Blocks.all_reduce()", call)
+    exc = raises(ValueError, f"rank {last} is in Blocks.exchange()", call)
+    plan = tack.Plan(blocks, {}, {})
+    call = (lambda: plan.run({g: tack.zeros(1) for g in blocks.local})) if bad else \
+        (lambda: blocks.all_gather(values))
+    everywhere(comm, blocks, ValueError, "Every rank must make the same communication "
+               "calls in the same order", call)
+    world.free()
+
+
+def test_errors_in_holds_reach_every_rank(comm, rng):
+    blocks, world, bad = setup(comm)
+    bounds = {g: ((float(g), 0.0), (g + 1.0, 1.0)) for g in blocks.local}
+    points = {g: tack.array(np.array([[g + 0.5, 0.5], [g + 0.25, 0.5]])) for g in blocks.local}
+
+    def holds(gid, pts):
+        if bad and gid == blocks.local.start:
+            raise RuntimeError(f"cannot answer for block {gid}")
+        return np.ones(len(pts), np.int64)
+    everywhere(comm, blocks, RuntimeError, f"cannot answer for block "
+               f"{blocks.count - 2}", tack.Routing, blocks, bounds, points, holds)
+    world.free()
+
+
+if __name__ == "__main__":
+    main(globals())

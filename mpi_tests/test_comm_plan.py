@@ -1,0 +1,128 @@
+"""Plan: ghost layers of a periodic 2-D grid of blocks, across ranks and layouts."""
+
+import numpy as np
+import tack
+from commtest import blocks_for, layouts, main
+
+OFFSETS = [(dx, dy) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dx, dy) != (0, 0)]
+
+
+class Grid:
+    """``bx x by`` blocks of ``nx x ny`` cells each, ``w`` ghost layers, periodic."""
+
+    def __init__(self, bx, by, nx, ny, w):
+        self.bx, self.by, self.nx, self.ny, self.w = bx, by, nx, ny, w
+        self.shape = (ny + 2 * w, nx + 2 * w)
+
+    def neighbour(self, g, dx, dy):
+        i, j = g % self.bx, g // self.bx
+        return (i + dx) % self.bx + ((j + dy) % self.by) * self.bx
+
+    def strip(self, dx, dy, ghost):
+        """Flat indices of the interior cells next to side (dx, dy), or of the ghost
+        cells beyond it, row-major."""
+        w, nx, ny = self.w, self.nx, self.ny
+        cols = {-1: range(w, 2 * w), 0: range(w, w + nx), 1: range(nx, nx + w)}[dx]
+        rows = {-1: range(w, 2 * w), 0: range(w, w + ny), 1: range(ny, ny + w)}[dy]
+        if ghost:
+            cols = {-1: range(0, w), 0: cols, 1: range(nx + w, nx + 2 * w)}[dx]
+            rows = {-1: range(0, w), 0: rows, 1: range(ny + w, ny + 2 * w)}[dy]
+        return [r * self.shape[1] + c for r in rows for c in cols]
+
+    def plan_of(self, g):
+        """This block's sends and receives; several offsets to one block are joined."""
+        sends, receives = {}, {}
+        for dx, dy in OFFSETS:
+            sends.setdefault(self.neighbour(g, dx, dy), []).extend(
+                self.strip(dx, dy, ghost=False))
+        for src in sorted({self.neighbour(g, dx, dy) for dx, dy in OFFSETS}):
+            for dx, dy in OFFSETS:        # in the sender's order of offsets
+                if self.neighbour(src, dx, dy) == g:
+                    receives.setdefault(src, []).extend(self.strip(-dx, -dy, ghost=True))
+        return sends, receives
+
+    def field(self, rng, dtype):
+        return rng.standard_normal((self.by * self.ny, self.bx * self.nx)).astype(dtype)
+
+    def local(self, field, g, with_ghosts):
+        """Block g's array; ghosts from the periodic field, or -1."""
+        i, j, w = g % self.bx, g // self.bx, self.w
+        ys = np.arange(j * self.ny - w, (j + 1) * self.ny + w) % field.shape[0]
+        xs = np.arange(i * self.nx - w, (i + 1) * self.nx + w) % field.shape[1]
+        out = field[np.ix_(ys, xs)].copy()
+        if not with_ghosts:
+            inner = np.full(self.shape, -1, field.dtype)
+            inner[w:w + self.ny, w:w + self.nx] = out[w:w + self.ny, w:w + self.nx]
+            out = inner
+        return out
+
+
+def check_grid(comm, rng, bx, by, nx, ny, w, counts, gpu_aware=False, dtypes=(np.float64,)):
+    grid = Grid(bx, by, nx, ny, w)
+    blocks, world = blocks_for(comm, counts, tack.World(comm, gpu_aware=gpu_aware))
+    plans = {g: grid.plan_of(g) for g in blocks.local}
+    plan = tack.Plan(blocks, {g: {d: np.array(i) for d, i in p[0].items()}
+                              for g, p in plans.items()},
+                     {g: {s: tack.array(np.array(i, np.int64)) for s, i in p[1].items()}
+                      for g, p in plans.items()})
+    for dtype in dtypes:
+        for _ in range(2):        # the second run reuses buffers and views
+            field = grid.field(rng, dtype)
+            values = {g: tack.array(grid.local(field, g, False)) for g in blocks.local}
+            plan.run(values)
+            for g in blocks.local:
+                np.testing.assert_array_equal(values[g].numpy(),
+                                              grid.local(field, g, True),
+                                              f"block {g} of {bx}x{by}, {counts}")
+        # the same arrays again, after writing their interiors in place
+        field = grid.field(rng, dtype)
+        for g in blocks.local:
+            tack.copyto(values[g], grid.local(field, g, False))
+        plan.run(values)
+        for g in blocks.local:
+            np.testing.assert_array_equal(values[g].numpy(), grid.local(field, g, True))
+    plan.free()
+    world.free()
+
+
+def test_ghost_layers_2d(comm, rng):
+    size = comm.Get_size()
+    for counts in layouts(size):
+        total = sum(counts)
+        for bx, by in ((total, 1), (1, total)) + (((2, total // 2),) if total % 2 == 0 else ()):
+            check_grid(comm, rng, bx, by, 5, 4, 1, counts)
+    counts = [1 + r % 3 for r in range(size)]
+    total = sum(counts)
+    check_grid(comm, rng, total, 1, 6, 7, 2, counts, dtypes=(np.float32, np.int64))
+
+
+def test_ghost_layers_gpu_aware(comm, rng):
+    size = comm.Get_size()
+    counts = [2] * size
+    check_grid(comm, rng, size, 2, 4, 3, 1, counts, gpu_aware=True,
+               dtypes=(np.float64, np.int32))
+
+
+def test_one_block_per_rank_wide_grid(comm, rng):
+    size = comm.Get_size()
+    check_grid(comm, rng, size, 1, 64, 48, 3, [1] * size)
+
+
+def test_self_send_reads_before_writing(comm, rng):
+    """A block that sends to itself sees the old values: a rotation by one."""
+    size = comm.Get_size()
+    blocks, world = blocks_for(comm, [2] * size)
+    n = 9
+    sends = {g: {g: np.arange(n)} for g in blocks.local}
+    receives = {g: {g: (np.arange(n) + 1) % n} for g in blocks.local}
+    plan = tack.Plan(blocks, sends, receives)
+    start = rng.standard_normal(n)
+    values = {g: tack.array(start + g) for g in blocks.local}
+    plan.run(values)
+    for g in blocks.local:
+        np.testing.assert_array_equal(values[g].numpy(), np.roll(start + g, 1))
+    world.free()
+
+
+if __name__ == "__main__":
+    main(globals())

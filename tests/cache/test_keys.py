@@ -1,0 +1,185 @@
+"""Keys follow the source: a template's key covers the kernel's source and every
+device function it can reach (directly, through a module attribute, or through
+another device function), and where each of them sits in its file, so an edit
+or a move compiles again; a change anywhere else is still a hit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+KERNEL = '''\
+import tack
+import helpers
+import unrelated
+from helpers import outer
+
+
+@tack.kernel
+def combined(a, out):
+    for i in range(len(out)):
+        out[i] = outer(a[i]) + helpers.scale(a[i])
+'''
+
+HELPERS = '''\
+import tack
+
+
+@tack.func
+def inner(x):
+    return x + {inner}
+
+
+@tack.func
+def outer(x):
+    return inner(x) * 2.0
+
+
+@tack.func
+def scale(x):
+    return x * {scale}
+
+
+def host_only():
+    return {host}
+'''
+
+DRIVER = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import tack, tack.cache
+    sys.path.insert(0, sys.argv[1])
+    import kern
+    a = tack.array(np.array(json.loads(sys.argv[2])))
+    out = tack.zeros(len(a), dtype=tack.f64)
+    kern.combined(a, out)
+    print(json.dumps({"out": out.numpy().tolist(), "stats": tack.cache.stats()}))
+''')
+
+
+class Project:
+    """Three modules in a folder; ``run`` calls the kernel in a new process."""
+
+    def __init__(self, folder, cache_dir, tools, seed):
+        self.folder, self.cache_dir, self.tools, self.seed = folder, cache_dir, tools, seed
+        self.values = {"inner": "1.0", "scale": "3.0", "host": "1"}
+        self.kernel_text = KERNEL
+        self.write("unrelated.py", "VALUE = 1\n")
+        self.write_all()
+
+    def write(self, name, text):
+        with open(os.path.join(self.folder, name), "w") as f:
+            f.write(text)
+
+    def write_all(self):
+        self.write("helpers.py", HELPERS.format(**self.values))
+        self.write("kern.py", self.kernel_text)
+
+    def run(self):
+        x = np.random.default_rng(self.seed).uniform(-4, 4, 13)
+        env = self.tools.child_env(self.cache_dir, PYTHONDONTWRITEBYTECODE="1")
+        done = subprocess.run([sys.executable, "-c", DRIVER, os.fspath(self.folder),
+                               json.dumps(x.tolist())], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        inner, scale = float(self.values["inner"]), float(self.values["scale"])
+        np.testing.assert_array_equal(result["out"], (x + inner) * 2.0 + x * scale,
+                                      err_msg=f"{self.values} seed={self.seed}")
+        return result["stats"]
+
+
+HIT = {"hits": 2, "misses": 0, "writes": 0}
+MISS = {"hits": 0, "misses": 2, "writes": 2}
+
+
+def test_keys_follow_the_source_of_everything_the_kernel_reaches(tmp_path, cache_dir,
+                                                                 tools, seed):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    project = Project(folder, cache_dir, tools, seed)
+    assert project.run() == MISS
+    assert project.run() == HIT
+
+    project.write("unrelated.py", "VALUE = 2  # an unrelated module changed\n")
+    assert project.run() == HIT
+    project.values["host"] = "2"          # a host function beside the device ones
+    project.write_all()
+    assert project.run() == HIT
+
+    project.values["inner"] = "2.0"       # reached through outer only
+    project.write_all()
+    assert project.run() == MISS
+    assert project.run() == HIT
+    project.values["scale"] = "5.0"       # reached as helpers.scale
+    project.write_all()
+    assert project.run() == MISS
+
+    project.values["inner"] = "1.0"       # back to a source seen before: its entries
+    project.values["scale"] = "3.0"
+    project.write_all()
+    assert project.run() == HIT
+    assert len(tools.entries(cache_dir)) == 2 * 3
+
+
+def test_a_kernel_moved_in_its_file_compiles_again(tmp_path, cache_dir, tools, seed):
+    """The IR carries source positions (debug-mode messages, error notes), so the
+    same source at another line must not reuse the old positions."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    project = Project(folder, cache_dir, tools, seed)
+    assert project.run() == MISS
+    project.kernel_text = "# a new first line\n" + KERNEL
+    project.write_all()
+    assert project.run() == MISS
+    assert project.run() == HIT
+
+
+PAST_END = '''\
+import tack
+
+
+@tack.kernel
+def past_end(a, out):
+    for i in range(len(out)):
+        out[i] = a[i + 1]
+'''
+
+DEBUG_DRIVER = textwrap.dedent('''
+    import sys
+    import tack, tack.cache
+    sys.path.insert(0, sys.argv[1])
+    import past
+    tack.set_debug(True)
+    try:
+        past.past_end(tack.zeros(4), tack.zeros(4))
+    except IndexError as exc:
+        print(tack.cache.stats()["hits"], exc)
+''')
+
+
+def test_debug_messages_name_the_current_line_after_a_warm_start(tmp_path, cache_dir,
+                                                                 tools):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    source = folder / "past.py"
+
+    def message():
+        env = tools.child_env(cache_dir, PYTHONDONTWRITEBYTECODE="1")
+        done = subprocess.run([sys.executable, "-c", DEBUG_DRIVER, os.fspath(folder)],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    where = f"in a[i + 1] at {source}, line {{}}, column 18"
+    source.write_text(PAST_END)
+    assert message() == "0 Kernel 'past_end': index 4 is out of bounds (extent 4) " \
+        + where.format(7)
+    assert message().startswith("2 ")            # a warm start hits
+    source.write_text("# one line\n# and another\n" + PAST_END)
+    assert message().endswith(where.format(9))
