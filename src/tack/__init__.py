@@ -15,7 +15,6 @@ from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub, ba
                               local_array_like, ndindex, shared_like,
                               register_type_intrinsics, shared, thread_id)
 from .runtime.array import Array
-from .runtime.aio import sync_async
 from .runtime.debug import debug_enabled, set_debug
 from .runtime.creation import arange, array, asarray, empty, full, ones, zeros
 from .runtime.dlpack import from_dlpack
@@ -26,12 +25,31 @@ from .runtime.device import (Device, device, device_count, get_default_device,
                              set_default_device, sync)
 from .runtime.inspection import inspect
 from .runtime.kernel import Kernel, kernel
-from .communication import Blocks, Plan, Routing, World
 from .types import (ScalarType, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
 
 __version__ = "0.1.0"
 
 register_type_intrinsics(_types)
+
+_LAZY = {"Blocks": "communication", "Plan": "communication", "Routing": "communication",
+         "World": "communication"}
+
+
+async def sync_async() -> None:
+    """Wait, off the event loop, for the launches made so far on every device
+    (see ``tack.runtime.aio``)."""
+    from .runtime.aio import sync_async as wait
+    await wait()
+
+
+def __getattr__(name):
+    # The communication layer loads on first use, keeping `import tack` light.
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tack' has no attribute {name!r}")
 
 __all__ = [
     "Blocks", "Plan", "Routing", "World",

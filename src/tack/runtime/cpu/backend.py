@@ -28,6 +28,7 @@ ALIGNMENT = 64
 # pool's measured fan-out cost times FANOUT_FACTOR times TACK_CPU_MARGIN.
 SECONDS_PER_WORK = 0.25e-9
 FANOUT_FACTOR = 2.0
+MIN_FANOUT_SECONDS = 1e-6   # no pool wakes and joins its threads faster than this
 
 
 class HostBuffer:
@@ -129,8 +130,8 @@ class CPUBackend(Backend):
     def fanout_work(self) -> float:
         """Work units below which a launch stays on the calling thread."""
         if self._fanout_work is None:
-            seconds = self.pool.fanout_seconds()
-            self._fanout_work = seconds * FANOUT_FACTOR * self.margin / SECONDS_PER_WORK
+            seconds = max(self.pool.fanout_seconds(), MIN_FANOUT_SECONDS)
+            self._fanout_work = self._fanout_bound(seconds)
         return self._fanout_work
 
     def _make_pool(self):
@@ -192,16 +193,31 @@ class CPUBackend(Backend):
         if self.num_threads == 1:
             return lambda address, rows, total: entry(address, 0, rows)
         work = program.cost.flops + program.cost.bytes / 4.0 + 1.0
-        serial_below = self.fanout_work() / work
         target = program.address if self.pool_kind == "native" else entry
         backend = self
+        # Until a launch is big enough to be worth measuring the pool, the bound
+        # is what no fan-out can beat (MIN_FANOUT_SECONDS): small programs never
+        # make the pool at all.
+        serial_below = [self._fanout_bound(MIN_FANOUT_SECONDS) / work]
+        measured = [self._fanout_work is not None]
+        if measured[0]:
+            serial_below[0] = self._fanout_work / work
 
         def launch(address, rows, total):
-            if total < serial_below or rows < 2:
+            if total < serial_below[0] or rows < 2:
                 entry(address, 0, rows)
-            else:
-                backend.pool.run(target, address, rows)
+                return
+            if not measured[0]:
+                serial_below[0] = backend.fanout_work() / work
+                measured[0] = True
+                if total < serial_below[0]:
+                    entry(address, 0, rows)
+                    return
+            backend.pool.run(target, address, rows)
         return launch
+
+    def _fanout_bound(self, seconds: float) -> float:
+        return seconds * FANOUT_FACTOR * self.margin / SECONDS_PER_WORK
 
     def __repr__(self):
         return f"CPUBackend(num_threads={self.num_threads})"
