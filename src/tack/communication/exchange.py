@@ -12,12 +12,16 @@ reduction plus the data. Last, each rank pair's arrays travel as one message
 
 from __future__ import annotations
 
+import functools
+import math
+
 from .. import types as T
 from . import transport
 from .errors import fault, require_dict, require_gid, require_named_arrays
 from .world import TAG_DATA, wait_all
 
 CALL = "Blocks.exchange()"
+LARGE = 1 << 16     # arrays from this size on travel in messages of their own
 
 
 def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
@@ -75,52 +79,116 @@ def _order(key):
 
 
 def _transfer(blocks, outgoing: dict, incoming: list) -> list:
-    """Send ``outgoing`` to the other ranks; ``[(header, array)]`` received."""
+    """Send ``outgoing`` to the other ranks; ``[(header, array)]`` received.
+
+    Receives are posted first and sends right after, so that the peers can
+    move on; the received arrays are made while the messages travel."""
     world = blocks.world
     if world.size == 1:
         return []
-    requests, keep, received = [], [], []
+    requests, keep, posted = [], [], []
     direct = world.gpu_aware
     for peer, headers in enumerate(incoming):
         if peer == world.rank or not headers:
             continue
         if direct:
-            for header in headers:
-                array = _receive_direct(blocks, header, peer, requests)
-                received.append((header, array))
+            posted.extend((h, _receive_direct(blocks, h, peer, requests)) for h in headers)
         else:
-            received.extend(_receive_staged(blocks, headers, peer, requests, keep))
-    staging = world.cache.setdefault("staging", transport.Staging())
+            posted.append((headers, _post_staged(world, headers, peer, requests, keep)))
+    staging = world.cache.get("staging")
+    if staging is None:
+        staging = world.cache["staging"] = transport.Staging()
     for peer, items in outgoing.items():
         if peer == world.rank:
             continue
-        arrays = [a for _, a in items if a is not None]
         if direct:
-            requests.extend(world.isend(a, peer, TAG_DATA) for a in arrays if a.nbytes)
-        elif any(a.nbytes for a in arrays):
-            buffer = transport.outgoing(arrays, staging, peer)
+            requests.extend(world.isend(a, peer, TAG_DATA) for _, a in items
+                            if a is not None and a.nbytes)
+            continue
+        for buffer in _send_staged(items, staging, peer):
             keep.append(buffer)
             requests.append(world.isend(buffer, peer, TAG_DATA))
+    received = posted if direct else [
+        pair for headers, buffers in posted
+        for pair in _wrap_staged(blocks, headers, buffers)]
     wait_all(requests)
     return received
 
 
-def _receive_staged(blocks, headers, peer, requests, keep) -> list:
-    world = blocks.world
-    sizes = [_nbytes(h) for h in headers]
-    offsets, total = transport.layout(sizes)
-    buffer = transport.new_buffer(total)
-    if total:
-        keep.append(buffer)
-        requests.append(world.irecv(buffer, peer, TAG_DATA))
-    out = []
-    for header, offset in zip(headers, offsets):
-        src, dst, name, dtype, shape = header
-        array = None if name is None else transport.wrap(
-            buffer, offset, T.scalar_type(dtype), shape, blocks.device(dst))
-        out.append((header, array))
-    # The wrapped arrays view the buffer: they are read only after the wait.
-    return out
+@functools.lru_cache(maxsize=512)
+def pair_layout(headers: tuple) -> tuple:
+    """How one rank pair's arrays travel, from their headers: arrays under
+    ``LARGE`` bytes packed into one message at aligned offsets, each larger one
+    in a message of its own, after the packed one.
+
+    Returns:
+        ``(items, packed, packed bytes, large)``: per header ``(dtype, shape,
+        bytes)`` or None for an empty message; ``(index, offset)`` of the packed
+        arrays; the indices of the large ones.
+    """
+    items, packed, large, offset = [], [], [], 0
+    for i, (_, _, name, dtype, shape) in enumerate(headers):
+        if name is None:
+            items.append(None)
+            continue
+        dt = T.scalar_type(dtype)
+        nbytes = math.prod(shape) * dt.itemsize
+        items.append((dt, shape, nbytes))
+        if nbytes >= LARGE:
+            large.append(i)
+        elif nbytes:
+            packed.append((i, offset))
+            offset += transport.aligned(nbytes)
+    return tuple(items), tuple(packed), offset, tuple(large)
+
+
+def _send_staged(items, staging, peer) -> list:
+    """The host buffers that carry one pair's arrays, in message order."""
+    items_layout, packed, total, large = pair_layout(tuple(h for h, _ in items))
+    buffers = []
+    if len(packed) == 1:
+        buffers.append(transport.host_bytes(items[packed[0][0]][1]))
+    elif packed:
+        buffer = staging.get(peer, total)
+        for i, offset in packed:
+            values = transport.host_bytes(items[i][1])
+            buffer[offset: offset + values.nbytes] = values
+        buffers.append(buffer)
+    buffers.extend(transport.host_bytes(items[i][1]) for i in large)
+    return buffers
+
+
+def _post_staged(world, headers, peer, requests, keep) -> list:
+    """Post the receives of one pair's messages; their buffers, in message order."""
+    _, packed, total, large = pair_layout(headers)
+    sizes = ([total] if packed else []) + [pair_layout(headers)[0][i][2] for i in large]
+    buffers = [transport.new_buffer(n) for n in sizes]
+    keep.extend(buffers)
+    requests.extend(world.irecv(b, peer, TAG_DATA) for b in buffers)
+    return buffers
+
+
+def _wrap_staged(blocks, headers, buffers) -> list:
+    """``(header, array)`` for one pair: arrays that wrap the receive buffers (they
+    are read only after the wait)."""
+    items, packed, _, large = pair_layout(headers)
+    arrays = [None] * len(headers)
+    rest = iter(buffers)
+    if packed:
+        buffer = next(rest)
+        for i, offset in packed:
+            dtype, shape, _ = items[i]
+            arrays[i] = transport.wrap(buffer, offset, dtype, shape,
+                                       blocks.device(headers[i][1]))
+    for i, buffer in zip(large, rest):
+        dtype, shape, _ = items[i]
+        arrays[i] = transport.wrap(buffer, 0, dtype, shape, blocks.device(headers[i][1]))
+    for i, item in enumerate(items):
+        if item is not None and arrays[i] is None:     # zero bytes: nothing travels
+            dtype, shape, _ = item
+            arrays[i] = transport.wrap(transport.new_buffer(0), 0, dtype, shape,
+                                       blocks.device(headers[i][1]))
+    return list(zip(headers, arrays))
 
 
 def _receive_direct(blocks, header, peer, requests):
@@ -131,16 +199,6 @@ def _receive_direct(blocks, header, peer, requests):
     if array.nbytes:
         requests.append(blocks.world.irecv(array, peer, TAG_DATA))
     return array
-
-
-def _nbytes(header) -> int:
-    src, dst, name, dtype, shape = header
-    if name is None:
-        return 0
-    count = 1
-    for extent in shape:
-        count *= extent
-    return count * T.scalar_type(dtype).itemsize
 
 
 def _assemble(blocks, local_items, received) -> dict:

@@ -101,9 +101,9 @@ class Plan:
             make = _DirectState if world.gpu_aware else _State
             state = self._state = make(self, self._dtype)
         state.run(views)
-        for g, (array, view, copied) in views.items():
+        for g, (given, view, copied) in views.items():
             if copied:
-                copyto(array, view.reshape(array.shape))
+                copyto(given, view.reshape(given.shape))
 
     def _views(self, values):
         """``{gid: (array, flat host values, copied)}``, reused while the same arrays
@@ -233,8 +233,10 @@ class _DirectState:
         self.persistent = world.persistent
         if self.persistent:
             comm = world.comm
-            self.recv_requests = [comm.Recv_init(b, p, TAG_PLAN) for p, _, _, b in self.into]
-            self.send_requests = [comm.Send_init(b, p, TAG_PLAN) for p, _, _, b in self.out]
+            self.recv_requests = [comm.Recv_init(b, p, TAG_PLAN)
+                                  for p, _, _, b in self.into]
+            self.send_requests = [comm.Send_init(b, p, TAG_PLAN)
+                                  for p, _, _, b in self.out]
 
     def run(self, views: dict) -> None:
         world = self.world

@@ -30,7 +30,7 @@ from .world import TAG_DATA, wait_all
 
 CALL = "Blocks.sort_by_key()"
 KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
-PROBES = 63
+PROBES = 255
 
 
 def sort_by_key(blocks, keys, values):
@@ -140,8 +140,8 @@ def _boundaries(blocks, run) -> list:
                 else:
                     interval[0] = max(interval[0], probe + 1)
     values = [[lo] for lo, _ in search]
-    before = _count(world, run, dtype, values, "left")
-    through = _count(world, run, dtype, values, "right")
+    both = _count(world, run, dtype, values, ("left", "right"))
+    before, through = both[:len(values)], both[len(values):]
     positions = [0]
     for target, start, end in zip(targets, before, through):
         positions.append(int(start) if target - start <= end - target else int(end))
@@ -149,13 +149,18 @@ def _boundaries(blocks, run) -> list:
     return _with_rules(positions, before, [v[0] for v in values])
 
 
-def _count(world, run, dtype, probes, side) -> np.ndarray:
+def _count(world, run, dtype, probes, sides) -> np.ndarray:
+    """How many keys of the world lie below (``"left"``) or up to (``"right"``)
+    each probe, summed over the ranks; several sides give the counts one after
+    the other."""
     flat = [p for row in probes for p in row]
+    sides = (sides,) if isinstance(sides, str) else sides
     if run is None or not run.size:
-        local = np.zeros(len(flat), np.int64)
+        local = np.zeros(len(flat) * len(sides), np.int64)
     else:
-        local = np.searchsorted(run, np.array(flat, dtype=dtype), side).astype(np.int64)
-    return world.sum_ints(local)
+        at = np.array(flat, dtype=dtype)
+        local = np.concatenate([np.searchsorted(run, at, side) for side in sides])
+    return world.sum_ints(local.astype(np.int64))
 
 
 def _with_rules(positions, before, keys):
@@ -183,46 +188,40 @@ def _split(run, boundaries) -> list:
 
 
 def _redistribute(blocks, run, rows, boundaries):
-    """This rank's share of the global order, merged from every rank's slices."""
+    """This rank's share of the global order: every rank's slices received straight
+    into one array per field, in order of source rank, then merged stably."""
     world = blocks.world
     cuts = _split(run, boundaries)
     size, me = world.size, world.rank
     ranges = [(cuts[blocks.first_of(r)], cuts[blocks.first_of(r + 1)])
               for r in range(size)]
     incoming = world.alltoall([hi - lo for lo, hi in ranges])
+    if run is None:           # no blocks here: nothing to send or receive
+        return None, None
     names = list(rows) if rows is not None else []
-    pieces, requests = {}, []
-    dtype = None if run is None else run.dtype
-    row_meta = {n: (rows[n].dtype, rows[n].shape[1:]) for n in names}
-    for peer in range(size):
-        count = incoming[peer]
-        if peer == me or not count:
-            continue
-        got = [np.empty(count, dtype)] + [np.empty((count,) + row_meta[n][1],
-                                                    row_meta[n][0]) for n in names]
-        requests.extend(world.irecv(g, peer, TAG_DATA) for g in got)
-        pieces[peer] = got
+    fields = [run] + [rows[n] for n in names]
+    total = sum(incoming)
+    merged = [np.empty((total,) + f.shape[1:], f.dtype) for f in fields]
+    requests, start = [], 0
+    for peer, count in enumerate(incoming):
+        if peer != me and count:
+            requests.extend(world.irecv(m[start:start + count], peer, TAG_DATA)
+                            for m in merged)
+        start += count
     for peer, (lo, hi) in enumerate(ranges):
         if hi > lo and peer != me:
-            parts = [run[lo:hi]] + [rows[n][lo:hi] for n in names]
-            requests.extend(world.isend(np.ascontiguousarray(p), peer, TAG_DATA)
-                            for p in parts)
-    if run is not None:
-        lo, hi = ranges[me]
-        pieces[me] = [run[lo:hi]] + [rows[n][lo:hi] for n in names]
+            requests.extend(world.isend(f[lo:hi], peer, TAG_DATA) for f in fields)
+    lo, hi = ranges[me]
+    at = sum(incoming[:me])
+    for m, f in zip(merged, fields):
+        m[at:at + hi - lo] = f[lo:hi]
     wait_all(requests)
-    if not len(blocks.local):
-        return None, None
-    order = [pieces[p] for p in sorted(pieces)]
-    merged = np.concatenate([p[0] for p in order]) if order else np.empty(0, dtype)
+    keys = merged[0]
     if rows is None:
-        merged.sort()
-        return merged, None
-    permutation = np.argsort(merged, kind="stable")
-    out_rows = {}
-    for i, name in enumerate(names, start=1):
-        out_rows[name] = np.concatenate([p[i] for p in order])[permutation]
-    return merged[permutation], out_rows
+        keys.sort()
+        return keys, None
+    permutation = np.argsort(keys, kind="stable")
+    return keys[permutation], {n: m[permutation] for n, m in zip(names, merged[1:])}
 
 
 def _cut(blocks, run, rows, boundaries):

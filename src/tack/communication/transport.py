@@ -14,6 +14,8 @@ themselves: each array is one message, sent and received through DLPack.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import types as T
@@ -28,7 +30,14 @@ SMALL = 1 << 16                 # below this, a copy is cheaper than a DLPack vi
 
 def addresses_host(device) -> bool:
     """Whether arrays on ``device`` live in memory the host reads directly."""
-    return getattr(device.backend, "dlpack_device_type", 1) in _HOST_DLPACK
+    known = _HOST_DEVICES.get(device)
+    if known is None:
+        known = _HOST_DEVICES[device] = getattr(device.backend, "dlpack_device_type",
+                                                1) in _HOST_DLPACK
+    return known
+
+
+_HOST_DEVICES = {}
 
 
 def host_view(array):
@@ -44,6 +53,11 @@ def host_values(array) -> np.ndarray:
         return array.numpy()
     view = host_view(array)
     return array.numpy() if view is None else view
+
+
+def host_bytes(array) -> np.ndarray:
+    """``array``'s bytes on the host, flat (a view or a copy, see host_values)."""
+    return host_values(array).reshape(-1).view(np.uint8)
 
 
 def aligned(nbytes: int) -> int:
@@ -68,7 +82,7 @@ def new_buffer(nbytes: int) -> np.ndarray:
 
 def wrap(buffer: np.ndarray, offset: int, dtype: T.ScalarType, shape: tuple, device):
     """The array of ``dtype`` and ``shape`` at ``buffer[offset:]`` on ``device``."""
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = math.prod(shape)
     values = buffer[offset: offset + count * dtype.itemsize].view(dtype.numpy)
     values = values.reshape(shape)
     if addresses_host(device):
@@ -88,24 +102,6 @@ class Staging:
             buffer = self._buffers[peer] = new_buffer(max(nbytes, 2 * getattr(
                 buffer, "nbytes", 0)))
         return buffer[:nbytes]
-
-
-def pack(buffer: np.ndarray, offsets, arrays) -> None:
-    """Copy ``arrays`` into ``buffer`` at ``offsets``."""
-    for offset, array in zip(offsets, arrays):
-        if array.nbytes:
-            values = host_values(array).reshape(-1).view(np.uint8)
-            buffer[offset: offset + values.nbytes] = values
-
-
-def outgoing(arrays, staging: Staging, peer: int):
-    """The host buffer that carries ``arrays`` to ``peer``, as one message."""
-    if len(arrays) == 1:
-        return host_values(arrays[0]).reshape(-1).view(np.uint8)
-    offsets, total = layout([a.nbytes for a in arrays])
-    buffer = staging.get(peer, total)
-    pack(buffer, offsets, arrays)
-    return buffer
 
 
 def empty_on(device, dtype, shape):

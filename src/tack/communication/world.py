@@ -65,9 +65,10 @@ class World:
         self._calls = 0
         self._freed = False
         self._serial = 0
-        self._vector = np.zeros(1 + 3 * (2 + MAX_FIELDS), np.int64)
+        self._vector = np.zeros(2 + 3 * (2 + MAX_FIELDS), np.int64)
         self._total = np.zeros_like(self._vector)
         self.cache = {}          # per-world state of the calls (header caches, staging)
+        self._codes = {}
 
     # -- life cycle -----------------------------------------------------------------
     @property
@@ -119,23 +120,23 @@ class World:
         Returns:
             The sum of ``count`` over the ranks.
         """
-        self.require_open(operation)
+        if self._freed:
+            self.require_open(operation)
         self._calls += 1
         if self.size == 1:
             if error is not None:
                 raise error
             return count
-        v = self._vector
-        v[:] = 0
-        v[0] = 1 if error is not None else 0
-        v[1] = count
-        slots = [(self._calls, None, None), (operation, None, None)] + list(fields)
-        for i, (value, _, _) in enumerate(slots):
-            if value is not None:
-                code = field_code(value)
-                v[2 + 3 * i: 5 + 3 * i] = (1, code, code * code)
-        total = self._sum(v)
-        if not _all_equal(total, 0) or not _all_equal(total, 1):
+        codes = [self._calls % (_FIELD - 1) + 1, self._code(operation)]
+        codes += [None if value is None else field_code(value) for value, _, _ in fields]
+        slots = [1 if error is not None else 0, count]
+        for code in codes:
+            slots += (0, 0, 0) if code is None else (1, code, code * code)
+        vector = self._vector
+        vector[:len(slots)] = slots
+        vector[len(slots):] = 0
+        total = self._sum(vector).tolist()
+        if not (_all_equal(total, 0) and _all_equal(total, 1)):
             names = self.allgather((operation, self._calls))
             raise ValueError(mismatch_message(names))
         if total[0]:
@@ -147,7 +148,13 @@ class World:
                 values = self.allgather(value)
                 seen = sorted({repr(x) for x in values if x is not None})
                 raise exc_type(f"{what} differs between ranks: {', '.join(seen)}")
-        return int(total[1])
+        return total[1]
+
+    def _code(self, operation: str) -> int:
+        code = self._codes.get(operation)
+        if code is None:
+            code = self._codes[operation] = field_code(operation)
+        return code
 
     def _sum(self, vector: np.ndarray) -> np.ndarray:
         if hasattr(self._comm, "Allreduce"):
@@ -185,9 +192,10 @@ class World:
         return hasattr(self._comm, "Send_init") and hasattr(self._comm, "Recv_init")
 
 
-def _all_equal(total: np.ndarray, slot: int) -> bool:
-    """Whether every rank that gave slot ``slot`` gave the same value."""
-    n, s, q = (int(x) for x in total[2 + 3 * slot: 5 + 3 * slot])
+def _all_equal(total: list, slot: int) -> bool:
+    """Whether every rank that gave slot ``slot`` gave the same value (the sums of
+    the codes and of their squares meet Cauchy-Schwarz with equality)."""
+    n, s, q = total[2 + 3 * slot: 5 + 3 * slot]
     return s * s == n * q
 
 

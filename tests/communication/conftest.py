@@ -1,0 +1,6 @@
+"""The communication tests import their thread-based communicator (fakempi.py)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

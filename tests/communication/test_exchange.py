@@ -1,0 +1,63 @@
+"""Blocks.exchange in one process: delivery, order, the arrays themselves, errors."""
+
+import re
+import secrets
+
+import numpy as np
+import pytest
+
+import tack
+
+
+@pytest.fixture
+def rng():
+    seed = secrets.randbits(63)
+    print(f"seed {seed}")
+    return np.random.default_rng(seed)
+
+
+def test_delivery_order_and_identity(rng):
+    blocks = tack.Blocks(["cpu"] * 4)
+    a, b, c = (tack.array(rng.standard_normal(n)) for n in (0, 1, 7))
+    got = blocks.exchange({3: {0: {"c": c, "a": a}}, 1: {0: {"b": b}, 1: {}}, 0: {0: {}}})
+    assert list(got) == [0, 1, 2, 3]
+    assert list(got[0]) == [0, 1, 3]             # in order of source
+    assert got[0][0] == {} and got[1] == {1: {}} and got[2] == {} and got[3] == {}
+    assert list(got[0][3]) == ["c", "a"]         # names in the sender's order
+    assert got[0][3]["c"] is c and got[0][1]["b"] is b   # one process: no copies
+
+
+def test_nothing_sent():
+    blocks = tack.Blocks(["cpu"] * 2)
+    assert blocks.exchange({}) == {0: {}, 1: {}}
+
+
+def test_errors():
+    blocks = tack.Blocks(["cpu"] * 2)
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks.exchange() takes a dict for the messages, not list")):
+        blocks.exchange([])
+    with pytest.raises(ValueError, match=re.escape(
+            "Blocks.exchange(): block 2 is out of range: the world has 2 blocks")):
+        blocks.exchange({0: {2: {"x": tack.zeros(1)}}})
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks.exchange(): the messages of block 0 must be a dict of destination "
+            "blocks to messages, not list")):
+        blocks.exchange({0: [1]})
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks.exchange(): the message from block 0 to block 1['x'] must be a "
+            "tack.Array, not ndarray")):
+        blocks.exchange({0: {1: {"x": np.zeros(2)}}})
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks.exchange(): the message from block 0 to block 1 must be a dict of "
+            "names to tack.Arrays; it has the key 3")):
+        blocks.exchange({0: {1: {3: tack.zeros(2)}}})
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks.exchange(): block ids are integers, not str")):
+        blocks.exchange({"0": {}})
+    other = tack.device("cpu", num_threads=1)
+    with pytest.raises(ValueError, match=re.escape(
+            "Blocks.exchange(): the message from block 0 to block 1['x'] is not on "
+            "block 0's device (Device('cpu')) but on another (Device('cpu')); copy it "
+            "there first (a.to_device(...))")):
+        blocks.exchange({0: {1: {"x": tack.zeros(2, device=other)}}})

@@ -1,0 +1,116 @@
+"""Plan in one process: a periodic 2-D grid's ghost layers, self sends, errors."""
+
+import re
+import secrets
+
+import numpy as np
+import pytest
+
+import tack
+
+
+@pytest.fixture
+def rng():
+    seed = secrets.randbits(63)
+    print(f"seed {seed}")
+    return np.random.default_rng(seed)
+
+
+def grid_plan(bx, nx, ny):
+    """bx blocks in a periodic row; each (ny, nx + 2) with one ghost column a side."""
+    width = nx + 2
+    left = [r * width + 1 for r in range(ny)]
+    right = [r * width + nx for r in range(ny)]
+    ghost_left = [r * width for r in range(ny)]
+    ghost_right = [r * width + nx + 1 for r in range(ny)]
+    sends, receives = {}, {}
+    for g in range(bx):
+        west, east = (g - 1) % bx, (g + 1) % bx
+        sends[g], receives[g] = {}, {}
+        sends[g].setdefault(west, []).extend(left)
+        sends[g].setdefault(east, []).extend(right)
+        receives[g].setdefault(east, []).extend(ghost_right)   # east's left column
+        receives[g].setdefault(west, []).extend(ghost_left)
+    if bx == 1:       # one block: it is its own east and west, in the sender's order
+        receives = {0: {0: ghost_right + ghost_left}}
+    return sends, receives
+
+
+@pytest.mark.parametrize("bx", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_periodic_row_of_blocks(rng, bx, dtype):
+    nx, ny = 5, 3
+    sends, receives = grid_plan(bx, nx, ny)
+    blocks = tack.Blocks(["cpu"] * bx)
+    plan = tack.Plan(blocks, sends, receives)
+    whole = (rng.standard_normal((ny, bx * nx)) * 100).astype(dtype)
+    values = {}
+    for g in range(bx):
+        block = np.full((ny, nx + 2), -1, dtype)
+        block[:, 1:-1] = whole[:, g * nx:(g + 1) * nx]
+        values[g] = tack.array(block)
+    for _ in range(2):
+        plan.run(values)
+    for g in range(bx):
+        cols = (np.arange(g * nx - 1, (g + 1) * nx + 1)) % (bx * nx)
+        np.testing.assert_array_equal(values[g].numpy(), whole[:, cols])
+
+
+def test_reads_before_writes():
+    blocks = tack.Blocks(["cpu"] * 2)
+    plan = tack.Plan(blocks, {0: {0: [0, 1, 2], 1: [0]}, 1: {0: [1]}},
+                     {0: {0: [1, 2, 0], 1: [0]}, 1: {0: [1]}})
+    a, b = tack.array(np.array([1.0, 2.0, 3.0])), tack.array(np.array([10.0, 20.0]))
+    plan.run({0: a, 1: b})
+    # block 0 rotates into itself; block 1's element 1 overwrites block 0's element 0
+    np.testing.assert_array_equal(a.numpy(), [20.0, 1.0, 2.0])
+    np.testing.assert_array_equal(b.numpy(), [10.0, 1.0])
+
+
+def test_construction_errors():
+    blocks = tack.Blocks(["cpu"] * 2)
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan(): block 0 sends 2 elements to block 1, which receives 3 from it")):
+        tack.Plan(blocks, {0: {1: [0, 1]}}, {1: {0: [0, 1, 2]}})
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan(): block 0 sends 2 elements to block 1, which receives nothing from it")):
+        tack.Plan(blocks, {0: {1: [0, 1]}}, {})
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan(): block 1 receives 1 elements from block 0, which sends it nothing")):
+        tack.Plan(blocks, {}, {1: {0: [4]}})
+    with pytest.raises(TypeError, match=re.escape(
+            "Plan(): the sends of block 0 (to block 1) must be integers, not float64")):
+        tack.Plan(blocks, {0: {1: [0.5]}}, {1: {0: [0]}})
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan(): the receives of block 1 (from block 0) has a negative index (-1)")):
+        tack.Plan(blocks, {0: {1: [0]}}, {1: {0: [-1]}})
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan(): block 5 is out of range: the world has 2 blocks")):
+        tack.Plan(blocks, {0: {5: [0]}}, {})
+
+
+def test_run_errors():
+    blocks = tack.Blocks(["cpu"] * 2)
+    plan = tack.Plan(blocks, {0: {1: [0, 3]}}, {1: {0: [0, 1]}})
+    with pytest.raises(TypeError, match=re.escape(
+            "Plan.run(): the values have different element types on different blocks "
+            "(f32, f64)")):
+        plan.run({0: tack.zeros(4, tack.f32), 1: tack.zeros(4, tack.f64)})
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan.run(): the values of block 0 have 3 elements, but the plan uses "
+            "element 3")):
+        plan.run({0: tack.zeros(3), 1: tack.zeros(4)})
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan.run(): the values has no entry for block 1 of this rank")):
+        plan.run({0: tack.zeros(4)})
+    with pytest.raises(TypeError, match=re.escape(
+            "Plan.run(): the values of block 1 must be a tack.Array, not ndarray")):
+        plan.run({0: tack.zeros(4), 1: np.zeros(4)})
+    readonly = tack.array_from_ptr(np.zeros(4, np.float32), (4,), tack.f32)
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan.run(): the values of block 1 are read-only, but the block receives "
+            "elements")):
+        plan.run({0: tack.zeros(4), 1: readonly})
+    values = {0: tack.arange(4, dtype=tack.f32), 1: tack.zeros(2)}
+    plan.run(values)
+    np.testing.assert_array_equal(values[1].numpy(), [0.0, 3.0])

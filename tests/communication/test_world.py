@@ -1,0 +1,66 @@
+"""World: one process, communicators, life cycle, and its errors."""
+
+import re
+
+import pytest
+
+import tack
+from fakempi import run_ranks
+
+
+def test_one_process_world():
+    world = tack.World()
+    assert (world.rank, world.size, world.comm) == (0, 1, None)
+    assert repr(world) == "tack.World(rank=0, size=1, one process)"
+    assert world.gpu_aware is False
+    world.free()
+    world.free()                                    # freeing twice is harmless
+
+
+def test_context_manager_frees_and_use_after_free_raises():
+    with tack.World() as world:
+        blocks = tack.Blocks(["cpu"], world)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Blocks.all_reduce() on a World that was freed")):
+        blocks.all_reduce({0: 1.0})
+
+
+def test_gpu_aware_needs_a_communicator():
+    with pytest.raises(ValueError, match=re.escape(
+            "World(gpu_aware=True) needs a communicator: a world of one process sends "
+            "no messages")):
+        tack.World(gpu_aware=True)
+
+
+def test_an_object_without_the_methods_is_refused():
+    class Half:
+        def Dup(self):
+            return self
+
+        def Get_rank(self):
+            return 0
+
+    with pytest.raises(TypeError, match=re.escape(
+            "World() takes an mpi4py communicator or an object with Dup, Get_rank, "
+            "Get_size, allgather, alltoall, Isend, Irecv; Half has no Get_size, "
+            "allgather, alltoall, Isend, Irecv")):
+        tack.World(Half())
+
+
+def test_a_communicator_is_duplicated_and_freed():
+    def on_rank(comm):
+        world = tack.World(comm)
+        assert world.comm is not comm and isinstance(world.comm, type(comm))
+        assert (world.rank, world.size) == (comm.Get_rank(), 3)
+        world.free()
+        assert world.comm is None
+        return True
+    assert run_ranks(3, on_rank) == [True] * 3
+
+
+def test_blocks_needs_a_world():
+    with pytest.raises(TypeError, match=re.escape("Blocks() takes a tack.World, not str")):
+        tack.Blocks(["cpu"], "world")
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks() takes a sequence of devices, one per block, not str")):
+        tack.Blocks("cpu")
