@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -41,7 +42,7 @@ def empty(shape, dtype=T.f32, *, device=None) -> Array:
     dev = _resolve_device(device)
     dims = _shape(shape)
     dt = T.as_scalar_type(dtype)
-    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    count = math.prod(dims)
     buffer = dev.backend.allocate(count * dt.itemsize)
     return Array(buffer, dims, dt, dev)
 

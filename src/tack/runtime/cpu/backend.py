@@ -38,9 +38,10 @@ class HostBuffer:
 
     def __init__(self, nbytes: int):
         raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-        offset = (-raw.ctypes.data) % ALIGNMENT
+        base = raw.__array_interface__["data"][0]  # cheaper than raw.ctypes.data
+        offset = (-base) % ALIGNMENT
         self.raw = raw[offset:offset + nbytes]
-        self.address = raw.ctypes.data + offset
+        self.address = base + offset
         self.nbytes = nbytes
 
     def host_view(self):
