@@ -171,3 +171,24 @@ def test_shape_and_dtype_errors():
 def test_memory_space_is_cpu(ptr):
     address = ptr.ctypes.data if isinstance(ptr, np.ndarray) else ptr
     assert tack.memory_space(address) == "cpu"
+
+
+@tack.kernel
+def _count_into(hits):
+    for i in range(4):
+        tack.atomic_add(hits, 0, 1)
+
+
+def test_misaligned_atomic_target_is_refused_before_the_launch():
+    raw = np.zeros(64, np.uint8)
+    base = raw.ctypes.data
+    start = (-base) % 8 + 1  # one byte past an 8-byte boundary
+    aligned = tack.array_from_ptr(base + start - 1, (4,), tack.i32, writable=True)
+    misaligned = tack.array_from_ptr(base + start, (4,), tack.i32, writable=True)
+    _count_into(aligned)
+    assert aligned[0] == 4
+    before = raw.copy()
+    with pytest.raises(ValueError, match="parameter 'hits' is an atomic target, but its "
+                                         "array is not aligned to its 4-byte elements"):
+        _count_into(misaligned)
+    np.testing.assert_array_equal(raw, before)

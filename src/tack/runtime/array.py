@@ -32,7 +32,8 @@ class Array:
         self._writable = writable
         self._size = math.prod(shape)
         # What a kernel call's signature needs, computed once.
-        self._sig = (dtype, len(shape), device.backend.memory_domain, writable)
+        aligned = self._ptr % dtype.itemsize == 0  # atomics need natural alignment
+        self._sig = (dtype, len(shape), device.backend.memory_domain, writable, aligned)
         self._lo = self._ptr
         self._hi = self._ptr + self._size * dtype.itemsize
 

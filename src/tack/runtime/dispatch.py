@@ -92,6 +92,11 @@ def arrays_disjoint(arrays) -> bool:
     return True
 
 
+def atomic_params(fn) -> frozenset:
+    return frozenset(node.array for stmt in fn.body for node in walk(stmt)
+                     if isinstance(node, E.Atomic))
+
+
 def written_params(fn) -> frozenset:
     written = set()
     for stmt in fn.body:
@@ -104,12 +109,13 @@ def written_params(fn) -> frozenset:
 class Variant:
     """A compiled variant: its optimized IR and the backend's program."""
 
-    __slots__ = ("ir", "program", "written")
+    __slots__ = ("ir", "program", "written", "atomic_targets")
 
     def __init__(self, ir, program):
         self.ir = ir
         self.program = program
         self.written = written_params(ir)
+        self.atomic_targets = atomic_params(ir)
 
 
 class BoundProgram:
@@ -184,7 +190,15 @@ class ResultReader:
 
 
 def check_writable(kernel_name, variant, params, args) -> None:
+    """Refuse read-only arrays the kernel may store to, and atomic targets that
+    are not naturally aligned (both before anything runs)."""
     for param, a in zip(params, args):
+        if (isinstance(a, Array) and param.name in variant.atomic_targets
+                and a._ptr % a.dtype.itemsize):
+            raise ValueError(
+                f"Kernel '{kernel_name}': parameter '{param.name}' is an atomic target, "
+                f"but its array is not aligned to its {a.dtype.itemsize}-byte elements "
+                f"(address {a._ptr:#x}); atomics need naturally aligned memory")
         if isinstance(a, Array) and not a._writable and param.name in variant.written:
             raise ValueError(
                 f"Kernel '{kernel_name}': parameter '{param.name}' may be written, but "
