@@ -32,10 +32,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "harness.py")
 
 
+def _mpiexec() -> str:
+    """mpiexec on PATH, else the one installed beside this Python (the mpich
+    wheel's, when a fresh environment's PATH does not list its bin yet)."""
+    found = shutil.which("mpiexec")
+    if found:
+        return found
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return beside if os.access(beside, os.X_OK) else "mpiexec"
+
+
 def launcher() -> list:
     """The mpiexec command and the flags that allow oversubscription."""
-    command = shlex.split(os.environ.get("TACK_MPIEXEC", "")) or [
-        shutil.which("mpiexec") or "mpiexec"]
+    command = shlex.split(os.environ.get("TACK_MPIEXEC", "")) or [_mpiexec()]
     try:
         version = subprocess.run(command + ["--version"], capture_output=True,
                                  text=True, timeout=30).stdout
@@ -52,7 +61,7 @@ def available() -> str:
         import mpi4py  # noqa: F401
     except ImportError:
         return "mpi4py is not installed (pip install mpi4py mpich)"
-    command = shlex.split(os.environ.get("TACK_MPIEXEC", "")) or ["mpiexec"]
+    command = shlex.split(os.environ.get("TACK_MPIEXEC", "")) or [_mpiexec()]
     if not shutil.which(command[0]):
         return f"{command[0]} is not on PATH (pip install mpich, or set TACK_MPIEXEC)"
     return ""
