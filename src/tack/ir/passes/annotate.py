@@ -80,6 +80,8 @@ def _floatify(t: T.Typed, ctx) -> T.Typed:
 def _const(e: Const, ctx):
     if isinstance(e.value, float):
         t = T.Typed(ctx.float, True)
+    elif not -(1 << 63) <= e.value < (1 << 64):
+        raise ctx.error(f"integer literal {e.value} is outside the 64-bit range", e)
     else:
         t = T.Typed(T.i64 if -(1 << 63) <= e.value < (1 << 63) else T.u64, True)
     return e.replace(dtype=t.dtype), t

@@ -61,6 +61,8 @@ class BoundsLowering:
 
     def access_index(self, array: str, values, node) -> E.Expr:
         """The flat index of an access: plain, or checked in debug mode."""
+        if not values:   # a[()], or an atomic's index ()
+            raise self.scope.unsupported("array access without an index", node)
         span = self.scope.span(node)
         if not self.debug:
             return self.linearize(array, values, node)

@@ -206,6 +206,10 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
                 raise self.scope.unsupported(
                     "parallel loop range that is not computed from constants, scalar "
                     "parameters and array extents with + - * // min max", node.iter)
+            if isinstance(sub, E.Const) and isinstance(sub.value, float):
+                raise self.scope.error(
+                    TypeError, f"the parallel loop's range uses the float {sub.value!r}; "
+                    "ranges take integers", node.iter)
         return expr
 
     # -- the annotated return ---------------------------------------------------------
