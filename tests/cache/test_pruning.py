@@ -162,3 +162,31 @@ def test_a_process_that_stores_does_not_prune(case, cache_dir, tools, seed):
     else:
         made, _ = automatic_prune(cache_dir, tools, seed, "unlimited")
     assert present(made) == sorted(p for p, _, _ in made), f"seed={seed}"
+
+
+@tack.kernel
+def _first_store(a):
+    for i in range(len(a)):
+        a[i] = 1.0
+
+
+@tack.kernel
+def _second_store(a):
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+def test_each_configured_directory_gets_its_own_pruning(tmp_path, seed):
+    gen = np.random.default_rng(seed)
+    limit = 20_000
+    try:
+        for name, kernel in (("first", _first_store), ("second", _second_store)):
+            directory = tmp_path / name
+            directory.mkdir(mode=0o700)
+            made = fake_entries(str(directory), gen, 30, sizes=(1000, 2000))
+            tack.cache.configure(directory=str(directory), mode="write", max_size=limit)
+            kernel(tack.zeros(4))   # stores entries, which prunes once per directory
+            remaining = sum(os.path.getsize(p) for p, _, _ in made if os.path.exists(p))
+            assert remaining <= limit, (name, remaining)
+    finally:
+        tack.cache.configure()
