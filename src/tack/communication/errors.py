@@ -118,6 +118,28 @@ def require_named_arrays(blocks, call: str, what: str, gid: int, value) -> dict:
     return value
 
 
+def row_layout(blocks, call: str, tables, rows: dict, words: dict) -> tuple:
+    """The ``(name, dtype, trailing shape)``s of per-row payloads on every local
+    block, checked: each array has ``rows[gid]`` rows, and every block has the
+    same layout. ``words`` gives the messages' wording: ``type`` (what the
+    payloads must be), ``what`` (the dict), ``block(gid)``, ``bad(gid, name,
+    shape, rows)`` and ``differ``."""
+    if not isinstance(tables, dict):
+        raise TypeError(f"{call} takes {words['type']}, not {type(tables).__name__}")
+    require_every_local(blocks, call, words["what"], tables)
+    layouts = set()
+    for gid in blocks.local:
+        named = require_named_arrays(blocks, call, words["block"](gid), gid, tables[gid])
+        for name, a in named.items():
+            if a.ndim == 0 or a.shape[0] != rows[gid]:
+                raise ValueError(f"{call}: {words['bad'](gid, name, a.shape, rows[gid])}")
+        layouts.add(tuple((n, a.dtype.name, a.shape[1:]) for n, a in named.items()))
+    if len(layouts) > 1:
+        raise TypeError(f"{call}: {words['differ']} have different names, types or "
+                        f"trailing shapes on different blocks")
+    return layouts.pop() if layouts else None
+
+
 def _ids(ids: range) -> str:
     if not len(ids):
         return "none"

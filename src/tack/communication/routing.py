@@ -22,8 +22,8 @@ from .. import types as T
 from ..runtime.creation import array as _to_device
 from . import transport
 from .collectives import box
-from .errors import (fault, require_array, require_every_local, require_named_arrays,
-                     require_on_device)
+from .errors import (fault, require_array, require_every_local, require_on_device,
+                     row_layout)
 from .exchange import exchange
 
 CALL, SEND, REPLY = "Routing()", "Routing.send()", "Routing.reply()"
@@ -156,24 +156,16 @@ class Routing:
 
     def _layout(self, call: str, payloads, rows: dict) -> tuple:
         """The payloads' ``(name, dtype, trailing shape)``s, checked on this rank."""
-        blocks = self.blocks
-        if not isinstance(payloads, dict):
-            raise TypeError(f"{call} takes a dict of block ids to dicts of arrays, not "
-                            f"{type(payloads).__name__}")
-        require_every_local(blocks, call, "the payloads", payloads)
-        layouts = set()
-        for g in blocks.local:
-            named = require_named_arrays(blocks, call, f"the payload of block {g}", g,
-                                         payloads[g])
-            for name, a in named.items():
-                if a.ndim == 0 or a.shape[0] != rows[g]:
-                    raise ValueError(f"{call}: the payload {name!r} of block {g} has "
-                                     f"shape {a.shape}; it needs {rows[g]} rows")
-            layouts.add(tuple((n, a.dtype.name, a.shape[1:]) for n, a in named.items()))
-        if len(layouts) > 1:
-            raise TypeError(f"{call}: the payloads have different names, types or "
-                            f"trailing shapes on different blocks")
-        return layouts.pop() if layouts else None
+        return row_layout(self.blocks, call, payloads, rows, _PAYLOAD_WORDS)
+
+
+_PAYLOAD_WORDS = {
+    "type": "a dict of block ids to dicts of arrays", "what": "the payloads",
+    "block": lambda g: f"the payload of block {g}",
+    "bad": lambda g, name, shape, rows: (f"the payload {name!r} of block {g} has shape "
+                                         f"{shape}; it needs {rows} rows"),
+    "differ": "the payloads",
+}
 
 
 def _same(call: str, layout) -> list:

@@ -24,8 +24,8 @@ from ..algorithms import radix_sort_pairs
 from ..runtime.creation import arange
 from ..runtime.host_ops import concat
 from . import transport
-from .errors import (fault, require_array, require_every_local, require_named_arrays,
-                     require_on_device)
+from .errors import (fault, require_array, require_every_local, require_on_device,
+                     row_layout)
 from .world import TAG_DATA, wait_all
 
 CALL = "Blocks.sort_by_key()"
@@ -73,24 +73,18 @@ def _check(blocks, keys, values) -> tuple:
 
 
 def _payload_layout(blocks, keys, values) -> tuple:
-    if not isinstance(values, dict):
-        raise TypeError(f"{CALL} takes values as a dict of block ids to dicts of "
-                        f"arrays, not {type(values).__name__}")
-    require_every_local(blocks, CALL, "the values", values)
-    layouts = set()
-    for gid in blocks.local:
-        named = require_named_arrays(blocks, CALL, f"the values of block {gid}", gid,
-                                     values[gid])
-        for name, array in named.items():
-            if array.ndim == 0 or array.shape[0] != keys[gid].size:
-                raise ValueError(f"{CALL}: values[{gid}][{name!r}] has shape "
-                                 f"{array.shape}; its first extent must be the block's "
-                                 f"key count ({keys[gid].size})")
-        layouts.add(tuple((n, a.dtype.name, a.shape[1:]) for n, a in named.items()))
-    if len(layouts) > 1:
-        raise TypeError(f"{CALL}: the values have different names, types or trailing "
-                        f"shapes on different blocks")
-    return layouts.pop() if layouts else None
+    rows = {gid: keys[gid].size for gid in blocks.local}
+    return row_layout(blocks, CALL, values, rows, _VALUE_WORDS)
+
+
+_VALUE_WORDS = {
+    "type": "values as a dict of block ids to dicts of arrays", "what": "the values",
+    "block": lambda g: f"the values of block {g}",
+    "bad": lambda g, name, shape, rows: (f"values[{g}][{name!r}] has shape {shape}; its "
+                                         f"first extent must be the block's key count "
+                                         f"({rows})"),
+    "differ": "the values",
+}
 
 
 def _local_sort(blocks, keys, values):
