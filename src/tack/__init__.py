@@ -8,7 +8,10 @@ runtime.
 
 from . import cache
 from . import types as _types
+from .elements import (cross, dot, length, mat22, mat33, mat44, normalize,
+                       transpose, vec2, vec3, vec4)
 from .errors import IRVerificationError, UnsupportedSyntaxError
+from .lang.device_class import device_class
 from .lang.func import Func, func
 from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub, barrier,
                               block_max, block_min, block_sum, local_array,
@@ -25,7 +28,8 @@ from .runtime.device import (Device, device, device_count, get_default_device,
                              set_default_device, sync)
 from .runtime.inspection import inspect
 from .runtime.kernel import Kernel, kernel
-from .types import (ScalarType, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
+from .runtime.texture import Texture3D, texture3d
+from .types import (CompositeType, ScalarType, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
 
 __version__ = "0.1.0"
 
@@ -62,5 +66,7 @@ __all__ = [
     "atomic_max", "atomic_min", "atomic_sub", "device", "device_count", "empty",
     "f32", "f64", "full", "func", "get_default_device", "i8", "i16", "i32", "i64",
     "inspect", "kernel", "ndindex", "ones", "set_default_device", "sync", "u8",
-    "u16", "u32", "u64", "zeros",
+    "u16", "u32", "u64", "zeros", "vec2", "vec3", "vec4", "mat22", "mat33", "mat44",
+    "dot", "cross", "length", "normalize", "transpose", "CompositeType",
+    "device_class", "Texture3D", "texture3d",
 ]

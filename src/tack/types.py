@@ -169,3 +169,85 @@ def join(a: Typed, b: Typed, default_float: ScalarType) -> Typed:
             return Typed(default_float)
         return Typed(strong.dtype)
     return Typed(promote(a.dtype, b.dtype))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CompositeType:
+    """A vector or matrix element type: ``shape`` components of one scalar type.
+
+    ``tack.vec3()`` is ``CompositeType("vec", f32, (3,))`` and ``tack.mat33()``
+    is ``CompositeType("mat", f32, (3, 3))`` (row-major). Instances are
+    singletons, like :class:`ScalarType`; make them with :func:`composite`.
+    """
+
+    kind: str            # "vec" or "mat"
+    scalar: ScalarType
+    shape: tuple
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.count * self.scalar.itemsize
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}{''.join(map(str, self.shape))}"
+
+    @property
+    def is_float(self) -> bool:
+        return self.scalar.is_float
+
+    @property
+    def is_int(self) -> bool:
+        return self.scalar.is_int
+
+    def __repr__(self) -> str:
+        return f"tack.{self.name}(dtype=tack.{self.scalar.name})"
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.scalar.name})"
+
+    def __reduce__(self):
+        return (composite, (self.kind, self.shape, self.scalar))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+_COMPOSITES: dict = {}
+
+
+def composite(kind: str, shape: tuple, scalar: ScalarType) -> CompositeType:
+    """The one vector (``kind="vec"``) or matrix (``"mat"``) type of this shape."""
+    key = (kind, tuple(shape), scalar)
+    found = _COMPOSITES.get(key)
+    if found is None:
+        found = _COMPOSITES.setdefault(key, CompositeType(kind, scalar, tuple(shape)))
+    return found
+
+
+def scalar_of(dtype) -> ScalarType:
+    """The storage scalar type of a scalar or composite element type."""
+    return dtype.scalar if isinstance(dtype, CompositeType) else dtype
+
+
+def element_shape(dtype) -> tuple:
+    """The component dimensions of an element type (``()`` for a scalar)."""
+    return dtype.shape if isinstance(dtype, CompositeType) else ()
+
+
+def as_element_type(dtype):
+    """A ScalarType or CompositeType from anything :func:`as_scalar_type`
+    takes, or a composite type itself."""
+    if isinstance(dtype, CompositeType):
+        return dtype
+    return as_scalar_type(dtype)

@@ -169,12 +169,6 @@ def k_slice(a):
 
 
 @tack.kernel
-def k_matmult(a):
-    for i in range(len(a)):
-        a[i] = a[i] @ a[i]
-
-
-@tack.kernel
 def k_in(a):
     for i in range(len(a)):
         a[i] = i in a
@@ -459,12 +453,6 @@ def k_ndindex_inner(a):
 
 
 @tack.kernel
-def k_ndindex_4d(a):
-    for i, j, k, m in tack.ndindex(1, 1, 1, 1):
-        a[i] = 1.0
-
-
-@tack.kernel
 def k_ndindex_unpack(a):
     for i, j in tack.ndindex(len(a), 2, 2):
         a[i] = 1.0
@@ -492,7 +480,6 @@ _UNSUPPORTED = {
     k_starred: "unsupported Starred at line 4, column 20",
     k_walrus: "unsupported NamedExpr at line 4, column 17",
     k_slice: "unsupported Slice at line 4, column 18",
-    k_matmult: "unsupported MatMult at line 4, column 16",
     k_in: "unsupported In at line 4, column 16",
     k_not_in: "unsupported NotIn at line 4, column 16",
     k_is: "unsupported Is at line 4, column 16",
@@ -555,8 +542,6 @@ _UNSUPPORTED = {
                        "column 16",
     k_ndindex_inner: "unsupported tack.ndindex() outside the kernel's parallel loop "
                      "at line 4, column 9",
-    k_ndindex_4d: "unsupported tack.ndindex() with 4 or more dimensions (not built "
-                  "yet) at line 3, column 5",
     k_ndindex_unpack: "unsupported tack.ndindex() with 3 extents unpacked into 2 "
                       "names at line 3, column 5",
 }

@@ -16,6 +16,7 @@ import hashlib
 import json
 
 from ..ir import serialize
+from ..types import CompositeType, composite, scalar_type
 from . import store
 from .core import cache, pack_payload, unpack_payload, versions
 
@@ -74,7 +75,7 @@ def _encode_lowered(lowered) -> dict:
         "kernel": serialize.encode(lowered.kernel),
         "epilogue": None if lowered.epilogue is None else serialize.encode(
             lowered.epilogue),
-        "result_type": None if lowered.result_type is None else lowered.result_type.name,
+        "result_type": _type_record(lowered.result_type),
         "result_kind": lowered.result_kind,
         "sites": [[x.owner, x.file, x.line, x.column, x.text, x.dims]
                   for x in lowered.sites],
@@ -84,13 +85,28 @@ def _encode_lowered(lowered) -> dict:
 def _decode_lowered(meta: dict):
     from ..lang.lower.bounds import Site
     from ..lang.lower.kernel import Lowered
-    from ..types import scalar_type
     epilogue = meta["epilogue"]
     return Lowered(serialize.decode(meta["kernel"]),
                    None if epilogue is None else serialize.decode(epilogue),
-                   None if meta["result_type"] is None else scalar_type(
-                       meta["result_type"]),
+                   _type_from_record(meta["result_type"]),
                    meta["result_kind"], tuple(Site(*x) for x in meta["sites"]))
+
+
+def _type_record(dtype):
+    if dtype is None:
+        return None
+    if isinstance(dtype, CompositeType):
+        return [dtype.kind, list(dtype.shape), dtype.scalar.name]
+    return dtype.name
+
+
+def _type_from_record(record):
+    if record is None:
+        return None
+    if isinstance(record, list):
+        kind, shape, scalar = record
+        return composite(kind, tuple(shape), scalar_type(scalar))
+    return scalar_type(record)
 
 
 # -- variants ---------------------------------------------------------------------

@@ -43,8 +43,10 @@ def _intrinsic_of(obj, spelled: str):
 
 
 class CallBindings:
-    def __init__(self, fn, tree: ast.FunctionDef):
+    def __init__(self, fn, tree: ast.FunctionDef, extra=None):
         self.dynamic = assigned_names(tree)
+        # Names bound by a rewrite (device-class methods), ahead of closure and globals.
+        self.extra = extra or {}
         self.globals = fn.__globals__
         self.closure = {}
         if fn.__closure__:
@@ -58,6 +60,8 @@ class CallBindings:
         """The object bound to a bare name, or ``_MISSING``."""
         if name in self.dynamic:
             return _MISSING
+        if name in self.extra:
+            return self.extra[name]
         if name in self.closure:
             return self.closure[name]
         return self.globals.get(name, _MISSING)

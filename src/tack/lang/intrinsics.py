@@ -53,6 +53,12 @@ TACK_INTRINSICS = {
 
 
 def register_type_intrinsics(types_module) -> None:
-    """The scalar types (``tack.f32(x)``) act as casts inside kernels."""
+    """The scalar types (``tack.f32(x)``) act as casts inside kernels; the
+    vector and matrix constructors and functions of ``tack.elements`` build
+    and combine values."""
+    from .. import elements
     for t in types_module.SCALAR_TYPES:
         TACK_INTRINSICS[id(t)] = t.name
+    for table in (elements.CONSTRUCTORS, elements.FUNCTIONS):
+        for name, obj in table.items():
+            TACK_INTRINSICS[id(obj)] = name

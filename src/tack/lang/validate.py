@@ -24,7 +24,7 @@ _SUPPORTED = (
     ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
     ast.LShift, ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd, ast.UAdd,
     ast.USub, ast.Not, ast.Invert, ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt,
-    ast.LtE, ast.Gt, ast.GtE,
+    ast.LtE, ast.Gt, ast.GtE, ast.MatMult,
 )
 _TERMINATORS = (ast.Return, ast.Break, ast.Continue)
 
@@ -140,8 +140,10 @@ class _Validator(ast.NodeVisitor):
         self.reject(f"constant {node.value!r}", node)
 
     def visit_Call(self, node: ast.Call):
-        if node.keywords:
-            self.reject("keyword argument", node.keywords[0].value)
+        for keyword in node.keywords:  # only vector constructors take one (dtype=)
+            if keyword.arg != "dtype":
+                self.reject("keyword argument", keyword.value)
+            self.visit(keyword.value)
         self.visit(node.func)
         is_print = isinstance(node.func, ast.Name) and node.func.id == "print"
         for arg in node.args:

@@ -71,3 +71,22 @@ def report(kernel_name: str, sites, errors) -> None:
            f"skipped" if more else ""
     raise IndexError(f"Kernel '{kernel_name}': index {index} is out of bounds"
                      f"{dimension} (extent {extent}) in {access}{tail}")
+
+
+class Checked:
+    """Debug mode's runner: fresh hidden arrays per launch, then the report."""
+
+    __slots__ = ("name", "bound", "lowered", "device", "default")
+
+    def __init__(self, name, bound, lowered, device, count):
+        self.name = name
+        self.bound = bound
+        self.lowered = lowered
+        self.device = device
+        self.default = bound.default
+
+    def run(self, args):
+        errors, extents = hidden_arrays(self.lowered.kernel, args, self.device)
+        value = self.bound.run(tuple(args) + (errors, extents))
+        report(self.name, self.lowered.sites, errors)
+        return value

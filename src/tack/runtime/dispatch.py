@@ -37,16 +37,25 @@ def _scalar_kind(value):
 
 def signature(args, shape_params) -> tuple:
     """What selects a Bound: array types, baked shapes, scalar kinds."""
+    # Other objects (device-class instances) enter by the id of their class, so
+    # the table never keeps a class alive (see expanding.py).
     if not shape_params:
-        return tuple([a._sig if type(a) is Array else (_scalar_kind(a) or type(a))
+        return tuple([a._sig if type(a) is Array else (_scalar_kind(a) or id(type(a)))
                       for a in args])
     out = []
     for k, a in enumerate(args):
         if type(a) is Array:
             out.append((a._sig, a._shape) if k in shape_params else a._sig)
         else:
-            out.append(_scalar_kind(a) or type(a))
+            out.append(_scalar_kind(a) or id(type(a)))
     return tuple(out)
+
+
+def element_spec(args) -> tuple:
+    """``((position, array ndim, element type), ...)`` for the vector and matrix
+    array arguments: what selects a lowering specialization besides debug mode."""
+    return tuple((k, len(a.shape), a.dtype) for k, a in enumerate(args)
+                 if type(a) is Array and type(a.dtype) is T.CompositeType)
 
 
 def placement(kernel_name: str, args, default):
@@ -69,8 +78,9 @@ def classify(kernel_name: str, params, args) -> tuple:
     """One ArgSpec per argument (spec: Calling a kernel)."""
     specs = []
     for param, a in zip(params, args):
-        if isinstance(a, Array):
-            specs.append(ArgSpec(a.dtype, a.shape, "array"))
+        if isinstance(a, Array):   # vector and matrix arrays: their scalar storage
+            specs.append(ArgSpec(T.scalar_of(a.dtype), a.shape + T.element_shape(a.dtype),
+                                 "array"))
             continue
         kind = _scalar_kind(a)
         if kind is None:
@@ -139,12 +149,12 @@ class Bound:
     """
 
     __slots__ = ("kernel", "device", "default", "backend", "specs", "epilogue",
-                 "debug", "programs", "source", "run")
+                 "template", "programs", "source", "run")
 
     def __init__(self, kernel, device, default, specs, template, epilogue=False,
-                 result=None, debug=False):
+                 result=None):
         self.kernel = kernel
-        self.debug = debug
+        self.template = template    # the kernel's Template this call lowers with
         self.device = device
         self.default = default
         self.backend = device.backend
@@ -152,8 +162,10 @@ class Bound:
         self.epilogue = epilogue
         self.programs = [None, None]  # aliased, disjoint
         arrays = tuple(k for k, s in enumerate(specs) if s.is_array)
-        positions = {p.name: k for k, p in enumerate(template.params)}
-        self.source = generate(len(specs), arrays, template.parallel_for.extents,
+        lowered = template.lowered
+        function = lowered.epilogue if epilogue else lowered.kernel
+        positions = {p.name: k for k, p in enumerate(function.params)}
+        self.source = generate(len(specs), arrays, function.parallel_for.extents,
                                positions, self.backend.specialize_disjoint,
                                result is not None,
                                self.backend.launch_style == "packed")
@@ -161,7 +173,7 @@ class Bound:
 
     def program(self, disjoint: bool) -> BoundProgram:
         variant = self.kernel._variant(self.backend, self.specs, disjoint,
-                                       self.epilogue, self.debug)
+                                       self.epilogue, self.template)
         bound = self.programs[disjoint] = BoundProgram(variant, self.backend)
         return bound
 
@@ -169,20 +181,24 @@ class Bound:
 class ResultReader:
     """Runs a kernel's return epilogue and reads the hidden result element."""
 
-    __slots__ = ("inner", "device", "dtype", "kind")
+    __slots__ = ("inner", "device", "dtype", "kind", "count", "shape")
 
-    def __init__(self, kernel, device, specs, template, dtype, kind, debug=False):
-        full = specs + (ArgSpec(dtype, (1,), "result"),)  # not counted as an argument
-        self.inner = Bound(kernel, device, device, full, template, epilogue=True,
-                           debug=debug)
+    def __init__(self, kernel, device, specs, template):
+        lowered = template.lowered
+        self.dtype = T.scalar_of(lowered.result_type)
+        self.count = lowered.result_type.count if lowered.result_kind == "array" else 1
+        full = specs + (ArgSpec(self.dtype, (self.count,), "result"),)  # not an argument
+        self.inner = Bound(kernel, device, device, full, template, epilogue=True)
         self.device = device
-        self.dtype = dtype
-        self.kind = kind
+        self.kind = lowered.result_kind
+        self.shape = T.element_shape(lowered.result_type)
 
     def __call__(self, args):
         from .creation import empty
-        result = empty(1, self.dtype, device=self.device)
+        result = empty(self.count, self.dtype, device=self.device)
         self.inner.run(tuple(args) + (result,))
+        if self.kind == "array":
+            return result.numpy().reshape(self.shape)
         value = result[0]
         if self.kind == "bool":
             return bool(value)
@@ -194,10 +210,11 @@ def check_writable(kernel_name, variant, params, args) -> None:
     are not naturally aligned (both before anything runs)."""
     for param, a in zip(params, args):
         if (isinstance(a, Array) and param.name in variant.atomic_targets
-                and a._ptr % a.dtype.itemsize):
+                and a._ptr % T.scalar_of(a.dtype).itemsize):
             raise ValueError(
                 f"Kernel '{kernel_name}': parameter '{param.name}' is an atomic target, "
-                f"but its array is not aligned to its {a.dtype.itemsize}-byte elements "
+                f"but its array is not aligned to its {T.scalar_of(a.dtype).itemsize}-byte "
+                f"elements "
                 f"(address {a._ptr:#x}); atomics need naturally aligned memory")
         if isinstance(a, Array) and not a._writable and param.name in variant.written:
             raise ValueError(

@@ -15,6 +15,7 @@ from ..ir.verify import verify
 from .debug import debug_enabled, hidden_arrays
 from .device import get_default_device
 from .dispatch import arrays_disjoint, classify, placement
+from .expanding import expand_call
 from .kernel import Kernel
 
 MODES = ("ir", "source", "optimized", "cost")
@@ -28,11 +29,8 @@ def inspect(kernel, *args, mode: str = "source") -> str:
         raise ValueError(f"Unknown inspect mode: {mode!r}. Use 'ir', 'source', "
                          f"'optimized', or 'cost'.")
     debug = debug_enabled()
-    template = kernel.get_ir(debug).kernel
-    hidden = 2 if debug else 0
-    if len(args) != len(template.params) - hidden:
-        raise TypeError(f"Kernel '{kernel.name}' expects {len(template.params) - hidden} "
-                        f"arguments, got {len(args)}")
+    args, expanded = expand_call(kernel, args)
+    template = kernel.prepare(args, debug, expanded).lowered.kernel
     device = placement(kernel.name, args, get_default_device())
     if debug:  # show the bounds-checked code a debug launch runs
         args = tuple(args) + hidden_arrays(template, args, device)

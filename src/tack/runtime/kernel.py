@@ -16,6 +16,7 @@ from ..errors import UnsupportedSyntaxError
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
+from ..lang import device_class
 from ..lang.func import _require_def
 from ..lang.lower.kernel import lower_kernel
 from ..lang.source import read_source
@@ -23,25 +24,48 @@ from . import debug as _debug
 from . import record as _record
 from .device import get_default_device
 from .dispatch import (Bound, ResultReader, Variant, arrays_disjoint,
-                       check_extent_types, check_writable, classify, placement,
-                       signature)
+                       check_extent_types, check_writable, classify, element_spec,
+                       placement, signature)
+from .expanding import Expanding
 from .host_eval import extent_evaluator
 
 _transform_lock = threading.RLock()
 
 
 class Template:
-    """One lowering specialization of a kernel: its IR and what depends on it."""
+    """One lowering specialization of a kernel (spec stage 2): debug or not,
+    its vector and matrix array parameters, and its device-class expansion."""
 
-    __slots__ = ("debug", "lowered", "ir_key", "shape_params", "shape_deps", "fast")
+    __slots__ = ("key", "debug", "elements", "expanded", "lowered", "ir_key",
+                 "shape_params", "shape_deps")
 
-    def __init__(self, debug: bool):
+    def __init__(self, key, debug: bool, elements: tuple, expanded):
+        self.key = key
         self.debug = debug
+        self.elements = elements      # ((position, array ndim, element type), ...)
+        self.expanded = expanded      # device_class.Expanded or None
         self.lowered = None
         self.ir_key = None
         self.shape_params = frozenset()
         self.shape_deps: dict = {}
-        self.fast: dict = {}   # call signature -> Bound
+
+
+class FastPath:
+    """Signature -> runner for one debug flag. ``shape_params`` is the union of
+    the shape-baking parameters of every template reached so far; when it grows
+    the table is emptied, since older signatures left those shapes out."""
+
+    __slots__ = ("table", "shape_params")
+
+    def __init__(self):
+        self.table: dict = {}
+        self.shape_params = frozenset()
+
+    def add(self, args, shape_params, runner) -> None:
+        if not shape_params <= self.shape_params:
+            self.shape_params = self.shape_params | shape_params
+            self.table.clear()
+        self.table[signature(args, self.shape_params)] = runner
 
 
 class Kernel:
@@ -55,10 +79,12 @@ class Kernel:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self.source = read_source(fn, "Kernel")
-        self._templates = (Template(False), Template(True))
-        self._plain = self._templates[0]
+        self._templates: dict = {}
+        self._fast = (FastPath(), FastPath())     # plain, debug
         self._variants: dict = {}
         self._lock = threading.RLock()
+        self._references: dict = {}   # (class id, parameter) -> what the kernel reads
+        self._watched: set = set()    # ids of device classes with a finalizer
 
     @property
     def name(self) -> str:
@@ -69,20 +95,35 @@ class Kernel:
 
     # -- tier 1: IR templates ---------------------------------------------------------
     def get_ir(self, debug: bool = False):
-        """The lowered, verified IR (and return epilogue) for one specialization."""
-        template = self._templates[debug]
-        if template.lowered is None:
+        """The lowered, verified IR (and return epilogue) of the plain template."""
+        return self._template(debug).lowered
+
+    def _template(self, debug: bool, elements: tuple = (), expanded=None) -> Template:
+        key = (debug, elements, expanded.key if expanded is not None else None)
+        template = self._templates.get(key)
+        if template is None or template.lowered is None:
             with _transform_lock:
-                if template.lowered is None:
+                template = self._templates.get(key)
+                if template is None:
+                    template = Template(key, debug, elements, expanded)
                     self._lower(template)
-        return template.lowered
+                    self._templates[key] = template
+        return template
 
     def _lower(self, template: Template) -> None:
-        specialization = ("debug",) if template.debug else ()
+        expanded = template.expanded
+        source = self.source if expanded is None else expanded.source
+        names = [a.arg for a in source.tree.args.args]
+        specialization = (("debug",) if template.debug else ()) + tuple(
+            (names[k], ndim, repr(dtype)) for k, ndim, dtype in template.elements)
+        if expanded is not None:
+            specialization += (expanded.disk_key,)
         key = disk.ir_key(self, specialization) if disk.enabled() else None
         lowered = disk.load_template(key) if key else None
         if lowered is None:
-            lowered = lower_kernel(self.source, self.fn, template.debug)
+            elements = {names[k]: (ndim, dtype) for k, ndim, dtype in template.elements}
+            lowered = lower_kernel(source, self.fn, template.debug, elements,
+                                   expanded.extra if expanded is not None else None)
             verify(lowered.kernel, "lowered")
             if lowered.epilogue is not None:
                 verify(lowered.epilogue, "lowered")
@@ -91,17 +132,16 @@ class Kernel:
         deps = dict(shape_dependencies(lowered.kernel))
         if lowered.epilogue is not None:
             deps.update(shape_dependencies(lowered.epilogue))
-        names = [p.name for p in lowered.kernel.params]
+        params = [p.name for p in lowered.kernel.params]
         template.ir_key = key
         template.shape_deps = deps
-        template.shape_params = frozenset(k for k, n in enumerate(names) if n in deps)
+        template.shape_params = frozenset(k for k, n in enumerate(params) if n in deps)
         template.lowered = lowered
 
     # -- tier 2: variants ----------------------------------------------------------
     def _variant(self, backend, specs, disjoint: bool, epilogue: bool,
-                 debug: bool = False) -> Variant:
-        template = self._templates[debug]
-        lowered = self.get_ir(debug)
+                 template: Template) -> Variant:
+        lowered = template.lowered
         function = lowered.epilogue if epilogue else lowered.kernel
         key = self._variant_key(backend, template, function, specs, disjoint, epilogue)
         found = self._variants.get(key)
@@ -121,20 +161,20 @@ class Kernel:
             baked = spec.shape if param.name in template.shape_deps else None
             ndim = len(spec.shape) if spec.is_array else None
             parts.append((spec.dtype, spec.category, ndim, baked))
-        return (backend.cache_target(), template.debug, epilogue, tuple(parts), disjoint)
+        return (backend.cache_target(), template.key, epilogue, tuple(parts), disjoint)
 
     def _build_variant(self, backend, template, function, specs, disjoint,
                        key) -> Variant:
         """From the disk cache when it has this variant, else compiled (and stored)."""
         disk_key = None
         if template.ir_key and disk.enabled() and hasattr(backend, "artifact"):
-            disk_key = disk.variant_key(template.ir_key, key, backend.cache_target())
+            disk_key = disk.variant_key(template.ir_key, key[2:], backend.cache_target())
             cached = disk.load_variant(disk_key, backend)
             if cached is not None:
                 return Variant(*cached)
         request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                                  backend.class_name, disjoint,
-                             backend.supports_workgroups)
+                                 backend.supports_workgroups)
         optimized = run_pipeline(function, request)
         if _record.enabled():
             _record.record(optimized)
@@ -151,11 +191,11 @@ class Kernel:
             if _debug.state.enabled:
                 return self._debug_call(args)
             default = get_default_device()
-            plain = self._plain
-            bound = plain.fast.get(signature(args, plain.shape_params))
-            if bound is None or bound.default is not default:
-                bound = self._resolve(args, default, plain)
-            return bound.run(args)
+            fast = self._fast[0]
+            runner = fast.table.get(signature(args, fast.shape_params))
+            if runner is None or runner.default is not default:
+                runner = self._resolve(args, default)
+            return runner.run(args)
         except UnsupportedSyntaxError:
             raise
         except TypeError as exc:
@@ -163,17 +203,35 @@ class Kernel:
         except RuntimeError as exc:
             raise self._failed(exc, args) from exc
 
-    def _resolve(self, args, default, template: Template, hidden: int = 0) -> Bound:
-        """The slow path: classify, check, build or find the variant, record a Bound.
+    def _resolve(self, args, default, debug: bool = False):
+        """The slow path: a runner for this call's signature, recorded for the next."""
+        if any(device_class.is_instance(a) for a in args):
+            runner = Expanding(self, args, default, debug)
+            self._fast[debug].add(args, frozenset(), runner)
+            return runner
+        bound, template = self._bind(args, default, debug)
+        self._fast[debug].add(args, template.shape_params, bound)
+        return bound
 
-        ``hidden`` counts trailing arguments the caller added (debug mode's).
-        """
-        lowered = self.get_ir(template.debug)
-        params = lowered.kernel.params
-        if len(args) != len(params):
-            raise TypeError(f"Kernel '{self.name}' expects {len(params) - hidden} "
-                            f"arguments, got {len(args) - hidden}")
+    def prepare(self, args, debug: bool, expanded=None) -> Template:
+        """The template for (already expanded) ``args``; checks the count."""
+        source = self.source if expanded is None else expanded.source
+        count = len(source.tree.args.args)
+        if len(args) != count:
+            self._template(debug, (), expanded)   # its syntax errors come first
+            raise TypeError(f"Kernel '{self.name}' expects {count} arguments, "
+                            f"got {len(args)}")
+        return self._template(debug, element_spec(args), expanded)
+
+    def _bind(self, args, default, debug: bool, expanded=None):
+        """A Bound for expanded ``args`` (debug mode adds the hidden arrays)."""
+        template = self.prepare(args, debug, expanded)
+        lowered = template.lowered
         device = placement(self.name, args, default)
+        user_args = args
+        if debug:
+            args = tuple(args) + _debug.hidden_arrays(lowered.kernel, args, device)
+        params = lowered.kernel.params
         specs = classify(self.name, params, args)
         check_extent_types(self.name, lowered.kernel, specs)
         positions = {p.name: k for k, p in enumerate(params)}
@@ -181,31 +239,23 @@ class Kernel:
             extent_evaluator(extent, positions)(args)  # raises what a bad range raises
         result = None
         if lowered.epilogue is not None:
-            result = ResultReader(self, device, specs, lowered.epilogue,
-                                  lowered.result_type, lowered.result_kind,
-                                  template.debug)
-        bound = Bound(self, device, default, specs, lowered.kernel, result=result,
-                      debug=template.debug)
+            result = ResultReader(self, device, specs, template)
+        bound = Bound(self, device, default, specs, template, result=result)
         disjoint = device.backend.specialize_disjoint and arrays_disjoint(
             [a for a, s in zip(args, specs) if s.is_array])
         check_writable(self.name, bound.program(disjoint).variant, params, args)
-        template.fast[signature(args, template.shape_params)] = bound
-        return bound
+        if debug:
+            return _debug.Checked(self.name, bound, lowered, device, len(user_args)), template
+        return bound, template
 
     def _debug_call(self, args):
         """Debug mode: the bounds-checked template; IndexError after the launch."""
-        template = self._templates[True]
-        lowered = self.get_ir(True)
         default = get_default_device()
-        device = placement(self.name, args, default)
-        errors, extents = _debug.hidden_arrays(lowered.kernel, args, device)
-        full = tuple(args) + (errors, extents)
-        bound = template.fast.get(signature(full, template.shape_params))
-        if bound is None or bound.default is not default:
-            bound = self._resolve(full, default, template, hidden=2)
-        value = bound.run(full)
-        _debug.report(self.name, lowered.sites, errors)
-        return value
+        fast = self._fast[1]
+        runner = fast.table.get(signature(args, fast.shape_params))
+        if runner is None or runner.default is not default:
+            runner = self._resolve(args, default, debug=True)
+        return runner.run(args)
 
     # -- error translation (spec stage 1) ----------------------------------------------
     def _prefixed(self, exc: TypeError) -> TypeError:

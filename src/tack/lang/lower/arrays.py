@@ -80,7 +80,7 @@ def func_array_params(func: Func, _active=None) -> dict[str, int]:
         return {}
     active[func] = True
     tree = func.source.tree
-    bindings = CallBindings(func.fn, tree)
+    bindings = CallBindings(func.fn, tree, getattr(func, "_extra", None))
     uses = array_uses(func.source, tree, bindings, active)
     params = {a.arg for a in tree.args.args}
     result = {name: ndim for name, ndim in uses.items() if name in params}

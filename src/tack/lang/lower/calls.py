@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import ast
 
+from ... import elements
 from ... import types as T
 from ...ir import expressions as E
 from ..bindings import Intrinsic
 from ..func import Func
+from .bounds import ERRORS
+from .vectors import Vec, _component_index
 
 MATH_UNARY = {
     "sqrt": E.Sqrt, "exp": E.Exp, "log": E.Log, "log2": E.Log2, "log10": E.Log10,
@@ -45,6 +48,9 @@ class CallLowering:
 
     def call(self, node: ast.Call):
         target = self.scope.bindings.resolve(node.func)
+        if node.keywords and not (isinstance(target, Intrinsic)
+                                  and target.name[5:] in elements.CONSTRUCTORS):
+            raise self.scope.unsupported("keyword argument", node.keywords[0].value)
         if isinstance(target, Func):
             return self.inline(target, node)
         if isinstance(target, Intrinsic):
@@ -81,6 +87,11 @@ class CallLowering:
         if module == "builtins":
             return getattr(self, f"builtin_{short}", None)
         if module == "tack":
+            if short in elements.CONSTRUCTORS:
+                kind, shape = elements.CONSTRUCTORS[short]._tack_element
+                return lambda node: self.construct(kind, shape, node)
+            if short in elements.FUNCTIONS:
+                return getattr(self, f"intrinsic_{short}")
             if short in BLOCK_REDUCTIONS:
                 return lambda node: self.unary(BLOCK_REDUCTIONS[short], node, name)
             if short == "thread_id":
@@ -103,8 +114,9 @@ class CallLowering:
                                    f"{wanted} argument(s), got {count}", node)
 
     def unary(self, kind, node, name):
+        """``kind`` of the one argument; per component for a vector or matrix."""
         self.arity(node, name, 1)
-        return kind(self.expr(node.args[0]), span=self.scope.span(node))
+        return self.map_unary(kind, self.value(node.args[0]), self.scope.span(node))
 
     def binary(self, kind, node, name):
         self.arity(node, name, 2)
@@ -113,10 +125,11 @@ class CallLowering:
 
     def nary(self, kind, node, name):
         self.arity(node, name, 2, 1000)
-        values = self.ordered(node.args)
+        values = self.ordered(node.args, vectors=True)
         result = values[0]
+        span = self.scope.span(node)
         for value in values[1:]:
-            result = kind(result, value, span=self.scope.span(node))
+            result = self.combine(kind, result, value, span, node)
         return result
 
     # -- builtins ---------------------------------------------------------------
@@ -149,10 +162,42 @@ class CallLowering:
         return E.ThreadId(span=self.scope.span(node))
 
     def atomic(self, kind, node):
+        """An atomic on one element; on a vector or matrix array, a vector value
+        updates each component (one atomic each) and a scalar value updates the
+        component at a flat index into the scalar storage."""
         self.arity(node, _spelled(node.func), 3)
         array = self.array_name(node.args[0])
         index = node.args[1]
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        values = self.ordered(parts + [node.args[2]])
+        values = self.ordered(parts + [node.args[2]], vectors=True)
+        span = self.scope.span(node)
+        element = self.elements.get(array)
+        value = values[-1]
+        if element is not None and not isinstance(value, Vec):
+            return self.component_atomic(kind, array, element, values[:-1], value, node)
+        if isinstance(value, Vec) and element is None:
+            raise self.scope.error(TypeError, f"atomic update of the scalar array "
+                                   f"'{node.args[0].id}' with a {value.describe()}", node)
         flat = self.access_index(array, values[:-1], node)
-        return kind(array, flat, values[-1], self.debug, span=self.scope.span(node))
+        if element is None:
+            return kind(array, flat, value, self.debug, span=span)
+        value = self.broadcast(value, element.kind, element.shape, node)
+        flat = self.captured(flat, "index")
+        return value.like(kind(array, _component_index(flat, element.count, k, span), c,
+                               self.debug, span=span)
+                          for k, c in enumerate(value.comps))
+
+    def component_atomic(self, kind, array, element, indices, value, node):
+        if len(indices) != 1:
+            raise self.scope.error(TypeError, "a scalar atomic on a vector or matrix array "
+                                   "takes one flat index into its components", node)
+        span = self.scope.span(node)
+        if not self.debug:
+            return kind(array, indices[0], value, span=span)
+        count = E.Mul(self.extent(array, 0, span), E.Const(element.count, span=span),
+                      span=span)
+        for d in range(1, self.array_ndims[array]):
+            count = E.Mul(count, self.extent(array, d, span), span=span)
+        site = self.record_site(node, 1)
+        flat = E.BoundsCheck(site, ERRORS, (indices[0],), (count,), span=span)
+        return kind(array, flat, value, True, span=span)

@@ -13,6 +13,7 @@ import math
 
 from ...ir import expressions as E
 from ...ir import statements as S
+from .vectors import Vec
 
 BINARY = {
     ast.Add: E.Add, ast.Sub: E.Sub, ast.Mult: E.Mul, ast.Div: E.TrueDiv,
@@ -28,6 +29,10 @@ MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf,
                   "nan": math.nan, "tau": math.tau}
 
 
+def _is_array_name(lowering, node) -> bool:
+    return isinstance(node, ast.Name) and node.id in lowering.scope.arrays
+
+
 def is_trivial(expr: E.Expr) -> bool:
     """True when re-reading ``expr`` later gives the same value."""
     return isinstance(expr, (E.Const, E.Name, E.DimSize))
@@ -36,28 +41,47 @@ def is_trivial(expr: E.Expr) -> bool:
 class ExpressionLowering:
     """Mixin of :class:`~tack.lang.lower.kernel.Lowerer` for expressions."""
 
-    def expr(self, node: ast.expr) -> E.Expr:
+    def value(self, node: ast.expr):
+        """Lower an expression: an IR expression, or a :class:`Vec` for a vector
+        or matrix value."""
         handler = getattr(self, "expr_" + type(node).__name__, None)
         if handler is None:
             raise self.scope.unsupported(f"{type(node).__name__} here", node)
         return handler(node)
 
-    def ordered(self, nodes) -> list:
+    def expr(self, node: ast.expr) -> E.Expr:
+        """Lower an expression that must be a scalar."""
+        value = self.value(node)
+        if isinstance(value, Vec):
+            raise self.scope.error(TypeError, f"a {value.describe()} where a scalar is "
+                                   f"needed", node)
+        return value
+
+    def ordered(self, nodes, vectors: bool = False) -> list:
         """Lower ``nodes`` left to right, capturing operands that later
-        statements (from inlining) could change."""
+        statements (from inlining) could change; ``vectors`` allows Vec values."""
         results = []
         for node in nodes:
             mark = len(self.pre)
-            value = self.expr(node)
+            value = self.value(node) if vectors else self.expr(node)
             if len(self.pre) > mark:
                 captures = []
                 for k, earlier in enumerate(results):
-                    if not is_trivial(earlier):
-                        results[k], assign = self.capture(earlier)
-                        captures.append(assign)
+                    results[k] = self.capture_into(earlier, captures)
                 self.pre[mark:mark] = captures
             results.append(value)
         return results
+
+    def capture_into(self, value, assigns: list):
+        """``value`` with non-trivial parts moved into temporaries (appended to
+        ``assigns``)."""
+        if isinstance(value, Vec):
+            return value.like(self.capture_into(c, assigns) for c in value.comps)
+        if is_trivial(value):
+            return value
+        name, assign = self.capture(value)
+        assigns.append(assign)
+        return name
 
     def capture(self, value: E.Expr, base: str = "eval"):
         """A fresh temporary holding ``value``: (Name, Assign)."""
@@ -84,15 +108,19 @@ class ExpressionLowering:
         if node.id in scope.arrays:
             raise scope.unsupported(f"use of array '{node.id}' as a value", node)
         if node.id in scope.rename:
-            return E.Name(scope.rename[node.id], span=scope.span(node))
+            return self.local_value(scope.rename[node.id], scope.span(node))
         if node.id in scope.bound:
-            return E.Name(node.id, span=scope.span(node))
+            return self.local_value(node.id, scope.span(node))
         raise scope.error(NameError, f"name '{node.id}' is not defined", node)
 
     def expr_Attribute(self, node: ast.Attribute) -> E.Expr:
         module = self.scope.bindings.resolve_module(node.value)
         if module is math and node.attr in MATH_CONSTANTS:
             return E.Const(MATH_CONSTANTS[node.attr], span=self.scope.span(node))
+        if module is None and not _is_array_name(self, node.value):
+            base = self.value(node.value)
+            if isinstance(base, Vec):
+                return self.attribute_of(base, node)
         raise self.scope.unsupported(f"attribute '{node.attr}' here", node)
 
     # -- arrays -------------------------------------------------------------------
@@ -122,9 +150,17 @@ class ExpressionLowering:
         value = node.value
         if isinstance(value, ast.Attribute) and value.attr == "shape":
             return self.shape_dim(value.value, node.slice, node)
+        if not _is_array_name(self, value) and not (
+                isinstance(value, ast.Name) and value.id not in self.scope.bound):
+            base = self.value(value)
+            if isinstance(base, Vec):
+                return self.subscript_of(base, node.slice, node)
         array = self.array_name(value)
         index = self.flat_index(array, node.slice, node)
-        return E.Load(array, index, self.debug, span=self.scope.span(node))
+        span = self.scope.span(node)
+        if array in self.elements:
+            return self.load_element(array, index, span)
+        return E.Load(array, index, self.debug, span=span)
 
     def shape_dim(self, array_node, index, node) -> E.Expr:
         array = self.array_name(array_node)
@@ -132,19 +168,35 @@ class ExpressionLowering:
                 and index.value >= 0):
             raise self.scope.unsupported("shape index that is not a non-negative "
                                          "integer literal", node)
+        element = self.elements.get(array)
+        if element is not None and index.value >= self.array_ndims[array]:
+            ndim = self.array_ndims[array]
+            raise self.scope.error(TypeError, f"{array}.shape[{index.value}] of an array "
+                                   f"with {ndim} dimension(s) (of {element} elements)",
+                                   node)
         return self.extent(array, index.value, self.scope.span(node))
 
     # -- operators --------------------------------------------------------------
     def expr_BinOp(self, node: ast.BinOp) -> E.Expr:
+        span = self.scope.span(node)
+        if isinstance(node.op, ast.MatMult):
+            lhs, rhs = self.ordered([node.left, node.right], vectors=True)
+            return self.matmul(lhs, rhs, span, node)
         kind = BINARY.get(type(node.op))
         if kind is None:
             raise self.scope.unsupported(type(node.op).__name__, node)
-        lhs, rhs = self.ordered([node.left, node.right])
-        return kind(lhs, rhs, span=self.scope.span(node))
+        lhs, rhs = self.ordered([node.left, node.right], vectors=True)
+        return self.combine(kind, lhs, rhs, span, node)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> E.Expr:
-        operand = self.expr(node.operand)
         span = self.scope.span(node)
+        if isinstance(node.op, (ast.UAdd, ast.USub)):
+            operand = self.value(node.operand)
+            if isinstance(operand, Vec):
+                return operand if isinstance(node.op, ast.UAdd) else \
+                    self.map_unary(E.Neg, operand, span)
+        else:
+            operand = self.expr(node.operand)
         if isinstance(node.op, ast.UAdd):
             return operand
         if isinstance(node.op, ast.USub):
@@ -186,8 +238,18 @@ class ExpressionLowering:
     def expr_IfExp(self, node: ast.IfExp) -> E.Expr:
         cond = self.expr(node.test)
         mark = len(self.pre)
-        if_true = self.expr(node.body)
-        if_false = self.expr(node.orelse)
+        if_true = self.value(node.body)
+        if_false = self.value(node.orelse)
+        if isinstance(if_true, Vec) or isinstance(if_false, Vec):
+            if len(self.pre) != mark:
+                raise self.scope.unsupported("conditional vector expression with a "
+                                             "device function call", node)
+            span = self.scope.span(node)
+            cond = self.captured(cond, "cond")
+            shape = if_true if isinstance(if_true, Vec) else if_false
+            a = self.broadcast(if_true, shape.kind, shape.shape, node)
+            b = self.broadcast(if_false, shape.kind, shape.shape, node)
+            return a.like(E.Select(cond, x, y, span=span) for x, y in zip(a.comps, b.comps))
         if len(self.pre) == mark:
             return E.Select(cond, if_true, if_false, span=self.scope.span(node))
         # An inlined call on one side: evaluate only the chosen side.

@@ -82,7 +82,8 @@ class InlineLowering:
         if len(node.args) != len(params):
             raise caller.error(TypeError, f"device function '{func.name}' expects "
                                f"{len(params)} arguments, got {len(node.args)}", node)
-        child = Scope.for_function(source, source.tree, func.fn, caller=caller)
+        child = Scope.for_function(source, source.tree, func.fn, caller=caller,
+                                   extra=getattr(func, "_extra", None))
         self.bind_arguments(func, child, params, node)
         for name in sorted(child.bound - set(params)):
             child.rename[name] = self.names.fresh(f"{func.name}_{name}")
@@ -104,7 +105,7 @@ class InlineLowering:
             child.check_outside_loop(stmts)
         self.pre.extend(stmts)
         span = caller.span(node)
-        return [E.Name(slot, span=span) for slot in child.results]
+        return [self.local_value(slot, span) for slot in child.results]
 
     def bind_arguments(self, func: Func, child: Scope, params, node) -> None:
         caller = self.scope
@@ -124,8 +125,8 @@ class InlineLowering:
                                    f"'{func.name}'", arg)
             else:
                 scalars.append((param, arg))
-        values = self.ordered([arg for _, arg in scalars])
+        values = self.ordered([arg for _, arg in scalars], vectors=True)
         for (param, arg), value in zip(scalars, values):
             name = self.names.fresh(f"{func.name}_{param}")
-            self.pre.append(S.Assign(name, value, span=caller.span(arg)))
+            self.pre.extend(self.assign_local(name, value, arg))
             child.rename[param] = name

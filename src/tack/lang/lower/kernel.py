@@ -13,6 +13,7 @@ import copy
 from dataclasses import dataclass
 from typing import Optional
 
+from ... import elements
 from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
@@ -27,6 +28,7 @@ from .expressions import ExpressionLowering
 from .inline import InlineLowering
 from .scope import Scope
 from .statements import StatementLowering, _is_range
+from .vectors import Vec, VectorLowering
 
 RESULT_PARAM = "__tack_result__"
 _HOST_NODES = (E.Const, E.Name, E.DimSize, E.Add, E.Sub, E.Mul, E.FloorDiv,
@@ -39,17 +41,24 @@ _RESULT_TYPES = {"builtins.int": T.i64, "builtins.float": T.f64,
 class Lowered:
     kernel: S.Function
     epilogue: Optional[S.Function]
-    result_type: Optional[T.ScalarType]
-    result_kind: Optional[str]  # "int", "float", "bool" for the Python value
+    result_type: object         # ScalarType or CompositeType, None without a result
+    result_kind: Optional[str]  # "int", "float", "bool", "array" for the Python value
     sites: tuple = ()           # debug mode: the checked access sites
 
 
 class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowering,
-              BoundsLowering):
-    def __init__(self, source, fn, debug=False):
+              BoundsLowering, VectorLowering):
+    def __init__(self, source, fn, debug=False, elements=None, extra=None):
         self.source = source
         self.fn = fn
+        self.extra = extra or {}      # rewritten device-class methods, by name
         self.debug = debug
+        # Vector and matrix array parameters: name -> (array ndim, element type).
+        self.element_params = dict(elements or {})
+        self.elements: dict = {}       # IR array name -> element type
+        self.array_ndims: dict = {}    # IR array name -> array ndim (no components)
+        self.vector_locals: dict = {}
+        self.scalar_locals: set = set()
         self.sites: list = []
         self.extent_slots: dict = {}
         self.allocation_sizes: dict = {}   # IR name of a shared/local array -> size
@@ -65,7 +74,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         validate_source(self.source, tree)
         if returned is not None:
             validate_source(self.source, _as_function(tree, returned))
-        scope = Scope.for_function(self.source, tree, self.fn)
+        scope = Scope.for_function(self.source, tree, self.fn, extra=self.extra)
         self.scope = scope
         uses = array_uses(self.source, tree, scope.bindings)
         params = tuple(self.param(a, uses) for a in tree.args.args)
@@ -94,9 +103,20 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
 
     def param(self, arg: ast.arg, uses) -> S.Param:
         span = self.source.span(arg)
-        if arg.arg in uses:
-            return S.Param(arg.arg, is_array=True, ndim=uses[arg.arg], span=span)
-        return S.Param(arg.arg, span=span)
+        name = arg.arg
+        if name in self.element_params:
+            ndim, element = self.element_params[name]
+            if uses.get(name, 0) not in (0, ndim):
+                raise self.scope.error(
+                    TypeError, f"array '{name}' of {element} elements has {ndim} "
+                    f"dimension(s) but is indexed with {uses[name]} indices "
+                    f"(index the element, then its components: {name}[i].x)", arg)
+            self.elements[name] = element
+            self.array_ndims[name] = ndim
+            return S.Param(name, is_array=True, ndim=ndim + len(element.shape), span=span)
+        if name in uses:
+            return S.Param(name, is_array=True, ndim=uses[name], span=span)
+        return S.Param(name, span=span)
 
     def split_body(self, tree):
         loop = find_parallel_loop(tree)
@@ -179,9 +199,6 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         if len(targets) != len(args) or not args:
             raise scope.unsupported(f"tack.ndindex() with {len(args)} extents unpacked "
                                     f"into {len(targets)} names", node)
-        if len(args) > 3:
-            raise scope.unsupported("tack.ndindex() with 4 or more dimensions (not "
-                                    "built yet)", node)
         saved, self.pre = self.pre, []
         self.host_context = True
         try:
@@ -191,7 +208,28 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         if self.pre:
             raise scope.unsupported("device function call in tack.ndindex()", node.iter)
         self.pre = saved
-        return tuple(t.id for t in targets), tuple(extents), ()
+        names = tuple(t.id for t in targets)
+        if len(args) <= 3:
+            return names, tuple(extents), ()
+        return self.flattened_space(names, extents, scope.span(node))
+
+    def flattened_space(self, names, extents, span):
+        """Four or more dimensions: one loop over the product of the extents, each
+        index recovered with ``//`` and ``%`` (the last dimension fastest)."""
+        idx = self.names.fresh("flat_idx")
+        total = extents[0]
+        for e in extents[1:]:
+            total = E.Mul(total, e, span=span)
+        prefix = []
+        rest = E.Name(idx, span=span)
+        for name, extent in zip(reversed(names[1:]), reversed(extents[1:])):
+            prefix.append(S.Assign(name, E.Mod(rest, extent, span=span), span=span))
+            quotient = self.names.fresh("flat_rest")
+            prefix.append(S.Assign(quotient, E.FloorDiv(rest, extent, span=span),
+                                   span=span))
+            rest = E.Name(quotient, span=span)
+        prefix.append(S.Assign(names[0], rest, span=span))
+        return (idx,), (total,), tuple(prefix)
 
     def host_extent(self, expr, definitions, node) -> E.Expr:
         """The loop extent over parameters only, for evaluation on the host."""
@@ -218,26 +256,52 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         self.scope.loops.append("parallel")
         saved, self.pre = self.pre, []
         try:
-            value = self.expr(returned.value)
+            value = self.value(returned.value)
             body = tuple(self.pre)
         finally:
             self.pre = saved
             self.scope.loops.pop()
         rspan = self.source.span(returned)
-        _check_returned_names(self.scope, kernel, pre_ir, body, value, returned)
-        zero = E.Const(0, span=rspan)
-        store = S.Store(RESULT_PARAM, zero, E.Cast(value, result_type, span=rspan),
-                        span=rspan)
+        parts = value.comps if isinstance(value, Vec) else (value,)
+        for part in parts:
+            _check_returned_names(self.scope, kernel, pre_ir, body, part, returned)
+        stores = self.result_stores(result_type, value, returned)
         idx = self.names.fresh("result_idx")
-        loop = S.ParallelFor((idx,), (E.Const(1, span=rspan),), body + (store,),
+        loop = S.ParallelFor((idx,), (E.Const(1, span=rspan),), body + stores,
                              span=rspan)
         result = S.Param(RESULT_PARAM, is_array=True, ndim=1, span=rspan)
         epilogue = S.Function(self.source.name + "__result", kernel.params + (result,),
                               pre_ir + (loop,), span=kernel.span)
         return Lowered(kernel, epilogue, result_type, kind, tuple(self.sites))
 
+    def result_stores(self, result_type, value, node) -> tuple:
+        """Stores of the returned value into the hidden result array."""
+        span = self.source.span(node)
+        scalar = T.scalar_of(result_type)
+        if isinstance(result_type, T.CompositeType):
+            value = self.broadcast(value, result_type.kind, result_type.shape, node)
+        elif isinstance(value, Vec):
+            raise self.scope.error(TypeError, f"the kernel returns a {value.describe()} "
+                                   f"but its annotation is a scalar type", node)
+        parts = value.comps if isinstance(value, Vec) else (value,)
+        return tuple(S.Store(RESULT_PARAM, E.Const(k, span=span),
+                             E.Cast(part, scalar, span=span), span=span)
+                     for k, part in enumerate(parts))
+
     def result_type(self, annotation):
+        if isinstance(annotation, ast.Call):  # -> tack.vec3(dtype=tack.f64)
+            target = self.scope.bindings.resolve(annotation.func)
+            name = target.name[5:] if isinstance(target, Intrinsic) else ""
+            if name in elements.CONSTRUCTORS and not annotation.args:
+                kind, shape = elements.CONSTRUCTORS[name]._tack_element
+                return T.composite(kind, shape, self.constructor_dtype(annotation)), "array"
+            raise self.scope.unsupported("return annotation (use int, float, bool, a "
+                                         "tack scalar type or a vector type)", annotation)
         target = self.scope.bindings.resolve(annotation)
+        name = target.name if isinstance(target, Intrinsic) else None
+        if name and name[5:] in elements.CONSTRUCTORS:
+            kind, shape = elements.CONSTRUCTORS[name[5:]]._tack_element
+            return T.composite(kind, shape, T.f32), "array"
         name = target.name if isinstance(target, Intrinsic) else None
         if name in _RESULT_TYPES:
             return _RESULT_TYPES[name], name.split(".")[1]
@@ -300,7 +364,9 @@ def _single_definitions(pre_ir) -> dict:
     return {name: values[name] for name, n in counts.items() if n == 1}
 
 
-def lower_kernel(source, fn, debug: bool = False) -> Lowered:
+def lower_kernel(source, fn, debug: bool = False, elements=None, extra=None) -> Lowered:
     """Validate and lower a kernel's source (spec stage 3b-3d); ``debug`` makes
-    the bounds-checked template (see ``bounds.py``)."""
-    return Lowerer(source, fn, debug).lower()
+    the bounds-checked template (see ``bounds.py``); ``elements`` maps vector and
+    matrix array parameters to ``(array ndim, element type)``; ``extra`` binds the
+    names of rewritten device-class methods (see ``device_class.py``)."""
+    return Lowerer(source, fn, debug, elements, extra).lower()

@@ -38,8 +38,9 @@ class Scope:
     caller: Optional["Scope"] = None
 
     @classmethod
-    def for_function(cls, source: Source, tree: ast.FunctionDef, fn, caller=None):
-        return cls(source, tree, CallBindings(fn, tree), bound=assigned_names(tree),
+    def for_function(cls, source: Source, tree: ast.FunctionDef, fn, caller=None,
+                     extra=None):
+        return cls(source, tree, CallBindings(fn, tree, extra), bound=assigned_names(tree),
                    caller=caller)
 
     def unsupported(self, construct: str, node):

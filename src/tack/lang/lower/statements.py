@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import copy
 
 from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
 from .expressions import BINARY
+from .vectors import Vec
 
 
 def _is_range(call, bindings, name="builtins.range") -> bool:
@@ -56,10 +58,7 @@ class StatementLowering:
             return self.allocate(target, value_node, allocation, node)
         if isinstance(target, ast.Tuple):
             return self.unpack(target, value_node, node)
-        if isinstance(target, ast.Subscript):
-            value = self.expr(value_node)
-            return self.assign_value(target, value, node)
-        return self.assign_value(target, self.expr(value_node), node)
+        return self.assign_value(target, self.value(value_node), node)
 
     def allocation_kind(self, value_node):
         if not isinstance(value_node, ast.Call):
@@ -161,12 +160,21 @@ class StatementLowering:
             if isinstance(value, E.Name) and value.id in self.array_params:
                 raise scope.unsupported("assignment of an array to a name", node)
             name = scope.rename.get(target.id, target.id)
-            return [S.Assign(name, value, span=span)]
+            return self.assign_local(name, value, node)
+        if isinstance(target, ast.Attribute):
+            return self.assign_component(target, value, node)
         if isinstance(target, ast.Subscript):
             if isinstance(target.value, ast.Attribute):
                 raise scope.unsupported("assignment to an array's shape", node)
+            if not (isinstance(target.value, ast.Name) and target.value.id in scope.arrays):
+                return self.assign_component(target, value, node)
             array = self.array_name(target.value)
             index = self.flat_index(array, target.slice, target)
+            if array in self.elements:
+                return self.store_element(array, index, value, node)
+            if isinstance(value, Vec):
+                raise scope.error(TypeError, f"a {value.describe()} stored into an "
+                                  f"element of the scalar array '{target.value.id}'", node)
             return [S.Store(array, index, value, self.debug, span=span)]
         if isinstance(target, ast.Tuple):
             raise scope.unsupported("nested tuple unpacking", node)
@@ -179,21 +187,40 @@ class StatementLowering:
         span = self.scope.span(node)
         target = node.target
         if isinstance(target, ast.Name):
-            current = self.expr(ast.copy_location(ast.Name(target.id, ast.Load()),
-                                                  target))
-            value = self.expr(node.value)
-            return self.assign_value(target, kind(current, value, span=span), node)
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            current = self.value(ast.copy_location(ast.Name(target.id, ast.Load()),
+                                                   target))
+            value = self.value(node.value)
+            return self.assign_value(target, self.combine(kind, current, value, span, node),
+                                     node)
+        if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                and target.value.id in self.scope.arrays):
             array = self.array_name(target.value)
             index = self.captured(self.flat_index(array, target.slice, target), "index")
             mark = len(self.pre)
-            value = self.expr(node.value)
-            current = E.Load(array, index, self.debug, span=span)
+            value = self.value(node.value)
+            if array in self.elements:
+                current = self.load_element(array, index, span)
+            else:
+                current = E.Load(array, index, self.debug, span=span)
             if len(self.pre) > mark:  # read the element before an inlined call runs
-                current, assign = self.capture(current, "old")
-                self.pre.insert(mark, assign)
-            return [S.Store(array, index, kind(current, value, span=span), self.debug,
-                            span=span)]
+                assigns = []
+                current = self.capture_into(current, assigns)
+                self.pre[mark:mark] = assigns
+            result = self.combine(kind, current, value, span, node)
+            if array in self.elements:
+                return self.store_element(array, index, result, node)
+            if isinstance(result, Vec):
+                raise self.scope.error(TypeError, f"a {result.describe()} stored into an "
+                                       f"element of the scalar array "
+                                       f"'{target.value.id}'", node)
+            return [S.Store(array, index, result, self.debug, span=span)]
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            load = copy.copy(target)
+            load.ctx = ast.Load()
+            current = self.value(load)
+            value = self.value(node.value)
+            return self.assign_value(target, self.combine(kind, current, value, span, node),
+                                     node)
         raise self.scope.unsupported(f"augmented assignment to "
                                      f"{type(target).__name__}", node)
 
@@ -210,9 +237,11 @@ class StatementLowering:
                 raise self.scope.unsupported("tack.barrier() with arguments", value)
             return [S.Barrier(span=self.scope.span(node))]
         results = self.call(value)
-        if results and len(results) == 1 and not isinstance(results[0], E.Name):
-            return [S.ExprStmt(results[0], span=self.scope.span(node))]
-        return []
+        if not results or len(results) != 1:
+            return []
+        parts = results[0].comps if isinstance(results[0], Vec) else results
+        return [S.ExprStmt(p, span=self.scope.span(node)) for p in parts
+                if not isinstance(p, E.Name)]
 
     def print_statement(self, call: ast.Call):
         args = []
@@ -290,6 +319,8 @@ class StatementLowering:
                                         "returns one", node)
             return []
         nodes = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-        values = self.ordered(nodes)
-        span = scope.span(node)
-        return [S.Assign(slot, value, span=span) for slot, value in zip(slots, values)]
+        values = self.ordered(nodes, vectors=True)
+        out = []
+        for slot, value in zip(slots, values):
+            out.extend(self.assign_local(slot, value, node))
+        return out

@@ -1,0 +1,66 @@
+"""Vector and matrix element types on the host: ``tack.vec3()``, ``tack.mat33()``, ...
+
+Called with no components, each constructor returns the element type, for
+array creation (``tack.zeros(n, tack.vec3())``) and ``array_from_ptr``; with
+components it returns them as a NumPy array of the element's shape (for
+``fill``). Inside kernels the same names construct a vector or matrix value
+(see ``docs/language.md``), and ``dot``, ``cross``, ``length``, ``normalize``
+and ``transpose`` are kernel intrinsics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import types as T
+
+
+def _constructor(kind: str, shape: tuple):
+    name = f"{kind}{''.join(map(str, shape))}"
+
+    def construct(*components, dtype=T.f32):
+        element = T.composite(kind, shape, T.as_scalar_type(dtype))
+        if not components:
+            return element
+        values = np.asarray(components, dtype=element.scalar.numpy)
+        count = element.count
+        if values.size == 1 and len(components) == 1:
+            return np.full(shape, values.reshape(()), dtype=values.dtype)
+        if values.size != count:
+            raise ValueError(f"tack.{name}() takes {count} components, got {values.size}")
+        return values.reshape(shape)
+
+    construct.__name__ = construct.__qualname__ = name
+    construct.__doc__ = (f"The {name} element type of ``dtype`` (default f32), or, given "
+                         f"components, those components as a NumPy array.")
+    construct._tack_element = (kind, shape)
+    return construct
+
+
+vec2 = _constructor("vec", (2,))
+vec3 = _constructor("vec", (3,))
+vec4 = _constructor("vec", (4,))
+mat22 = _constructor("mat", (2, 2))
+mat33 = _constructor("mat", (3, 3))
+mat44 = _constructor("mat", (4, 4))
+
+CONSTRUCTORS = {"vec2": vec2, "vec3": vec3, "vec4": vec4,
+                "mat22": mat22, "mat33": mat33, "mat44": mat44}
+
+
+def _device_only(name: str):
+    def intrinsic(*args, **kwargs):
+        raise RuntimeError(f"tack.{name}() can only be called inside a "
+                           f"@tack.kernel or @tack.func")
+    intrinsic.__name__ = intrinsic.__qualname__ = name
+    return intrinsic
+
+
+dot = _device_only("dot")
+cross = _device_only("cross")
+length = _device_only("length")
+normalize = _device_only("normalize")
+transpose = _device_only("transpose")
+
+FUNCTIONS = {"dot": dot, "cross": cross, "length": length, "normalize": normalize,
+             "transpose": transpose}

@@ -1,0 +1,290 @@
+"""``@tack.device_class``: objects whose numbers, arrays and methods kernels use.
+
+An instance passed to a kernel is expanded before any IR exists (spec stage
+3a). The kernel's syntax tree, and each method it reaches, is rewritten on a
+copy:
+
+* ``obj.n`` for a number defined on the class itself (or an instance number
+  shadowing one) becomes a literal: a compile-time constant, part of the key;
+* ``obj.n`` for any other instance number becomes a synthetic scalar
+  parameter, and ``obj.a`` for an instance ``tack.Array`` a synthetic array
+  parameter; the instance's parameter is replaced by these, in order;
+* ``obj.m(...)`` for a ``@tack.func`` method becomes a call of a copy of the
+  method with ``self`` removed and its own ``self.`` references rewritten the
+  same way.
+
+Only attributes the kernel reaches are expanded. A reference to anything else
+(a private name, an attribute of another type, a missing one, a method that is
+not a ``@tack.func``) raises ``ValueError`` at the first dispatch.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+from dataclasses import dataclass
+
+from .func import Func
+from .names import names_in
+
+
+def device_class(cls):
+    """Class decorator: instances may be passed to kernels (see module doc)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"@tack.device_class decorates a class, not {type(cls).__name__}")
+    cls._device_class = True
+    return cls
+
+
+def is_instance(value) -> bool:
+    return getattr(type(value), "_device_class", False) is True
+
+
+def methods_of(cls) -> dict:
+    """``{name: Func}`` for the class's ``@tack.func`` methods (inherited too)."""
+    found = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            if isinstance(value, Func):
+                found[name] = value
+            elif name in found:
+                del found[name]
+    return found
+
+
+def _is_number(value) -> bool:
+    import numpy as np
+    return (isinstance(value, (int, float)) or isinstance(value, (np.integer, np.floating)))
+
+
+# -- what a kernel references --------------------------------------------------------------
+def references(cls, tree: ast.FunctionDef, name: str, where) -> tuple:
+    """The attributes of the object called ``name`` in ``tree`` that it reads as
+    values, and the methods it reaches, transitively through methods: two sorted
+    tuples. ``where(message, node)`` makes the error for a bad reference."""
+    methods = methods_of(cls)
+    values, called = set(), set()
+    pending = [(tree, name)]
+    while pending:
+        node, obj = pending.pop()
+        for attr, is_call, at in _attribute_uses(node, obj):
+            if is_call:
+                if attr not in methods:
+                    raise where(f"'{obj}.{attr}()' is not a @tack.func method of "
+                                f"device class '{cls.__name__}'", at)
+                if attr not in called:
+                    called.add(attr)
+                    method = methods[attr].source.tree
+                    pending.append((method, _self_name(method, cls, attr)))
+            else:
+                if attr in methods:
+                    raise where(f"method '{obj}.{attr}' of device class "
+                                f"'{cls.__name__}' used as a value (call it)", at)
+                values.add(attr)
+    return tuple(sorted(values)), tuple(sorted(called))
+
+
+def _self_name(tree: ast.FunctionDef, cls, attr: str) -> str:
+    if not tree.args.args:
+        raise ValueError(f"method '{attr}' of device class '{cls.__name__}' takes no "
+                         f"'self' parameter")
+    return tree.args.args[0].arg
+
+
+def _attribute_uses(tree, obj: str):
+    calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == obj):
+            yield node.attr, id(node) in calls, node
+
+
+# -- classifying the referenced attributes of one instance -------------------------------------
+def classify(obj, attrs, param: str, owner: str) -> tuple:
+    """``((attr, kind, value key), ...)`` for this instance, ``kind`` one of
+    "const", "scalar", "array"; ``ValueError`` (prefixed with ``owner``) for an
+    unusable attribute."""
+    from ..runtime.array import Array
+    cls = type(obj)
+    own = vars(obj) if hasattr(obj, "__dict__") else {}
+    out = []
+    for attr in attrs:
+        if attr.startswith("_"):
+            raise ValueError(f"{owner}: '{param}.{attr}': private attributes of device class "
+                             f"'{cls.__name__}' are not visible in kernels")
+        on_class = attr in vars(cls) and _is_number(vars(cls)[attr])
+        if attr in own:
+            value = own[attr]
+        elif on_class:
+            value = vars(cls)[attr]
+        else:
+            raise ValueError(f"{owner}: '{param}.{attr}' is not a number or array attribute of "
+                             f"this device class '{cls.__name__}' instance")
+        if isinstance(value, Array):
+            out.append((attr, "array", None))
+        elif _is_number(value):
+            if on_class:
+                out.append((attr, "const", _constant_key(value)))
+            else:
+                out.append((attr, "scalar", None))
+        else:
+            raise ValueError(f"{owner}: '{param}.{attr}' of device class '{cls.__name__}' is a "
+                             f"{type(value).__name__}; kernels take numbers and arrays")
+    return tuple(out)
+
+
+def _constant_key(value):
+    """The value with its type and exact bits: 1, 1.0 and True differ."""
+    if isinstance(value, float) or hasattr(value, "dtype") and value.dtype.kind == "f":
+        return ("float", float(value).hex())
+    return (type(value).__name__, int(value))
+
+
+def constant_value(key):
+    kind, text = key
+    return float.fromhex(text) if kind == "float" else int(text)
+
+
+# -- the rewrite ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Expanded:
+    """A kernel's source rewritten for the device-class arguments of one call."""
+
+    source: object          # the rewritten Source of the kernel
+    extra: dict             # synthetic name -> Func (rewritten methods)
+    params: tuple           # the kernel's parameter names after expansion
+    key: tuple              # what selects this expansion in this process
+    disk_key: str           # the same, stable across processes (for the disk cache)
+
+
+class _Rewriter(ast.NodeTransformer):
+    """Replaces ``obj.attr`` and ``obj.method(...)`` for one object name."""
+
+    def __init__(self, obj: str, table: dict, methods: dict, method_args: dict):
+        self.obj = obj
+        self.table = table              # attr -> ast node factory
+        self.methods = methods          # method name -> synthetic name
+        self.method_args = method_args  # method name -> synthetic parameters it takes
+
+    def visit_Call(self, node: ast.Call):
+        func = node.func
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id == self.obj and func.attr in self.methods):
+            extra = [ast.copy_location(ast.Name(n, ast.Load()), node)
+                     for n in self.method_args[func.attr]]
+            new = ast.Call(ast.copy_location(ast.Name(self.methods[func.attr], ast.Load()),
+                                             func),
+                           [self.visit(a) for a in node.args] + extra,
+                           [self.visit(k) for k in node.keywords])
+            return ast.copy_location(new, node)
+        return self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute):
+        if (isinstance(node.value, ast.Name) and node.value.id == self.obj
+                and node.attr in self.table):
+            return ast.copy_location(self.table[node.attr](), node)
+        return self.generic_visit(node)
+
+
+def expand(source, plan, key) -> Expanded:
+    """Rewrite ``source`` (a kernel's) for ``plan``: ``[(param, cls, classified,
+    methods)]`` for each device-class parameter (see :func:`classify`)."""
+    tree = copy.deepcopy(source.tree)
+    used = set(names_in(tree))
+    for _, cls, _, methods in plan:
+        for m in methods.values():
+            used |= names_in(m.source.tree)
+    fresh = _Fresh(used)
+    params = [a.arg for a in tree.args.args]
+    extra = {}
+    for param, cls, classified, methods in plan:
+        table, synthetic = _table(param, classified, fresh)
+        method_names = {m: fresh(f"{cls.__name__}_{m}") for m in methods}
+        method_args = _method_parameters(cls, methods, synthetic)
+        for m, func in methods.items():
+            extra[method_names[m]] = _method_copy(func, cls, m, table, method_names,
+                                                  method_args, extra)
+        tree = _Rewriter(param, table, method_names, method_args).visit(tree)
+        k = params.index(param)
+        params[k:k + 1] = list(synthetic.values())
+    tree.args.args = [ast.arg(p) for p in params]
+    for a, original in zip(tree.args.args, source.tree.args.args):
+        ast.copy_location(a, original)
+    ast.fix_missing_locations(tree)
+    rewritten = dataclasses.replace(source, tree=tree)
+    return Expanded(rewritten, extra, tuple(params), key, _disk_key(plan))
+
+
+def _disk_key(plan) -> str:
+    """The plan in stable terms: class names, classification, method sources."""
+    return repr([(param, cls.__module__, cls.__qualname__, classified,
+                  [(m, f.source.text, f.source.first_line) for m, f in sorted(methods.items())])
+                 for param, cls, classified, methods in plan])
+
+
+def _table(param: str, classified, fresh) -> tuple:
+    """``(attr -> replacement factory, {attr: synthetic parameter name})``."""
+    table, synthetic = {}, {}
+    for attr, kind, key in classified:
+        if kind == "const":
+            value = constant_value(key)
+            table[attr] = lambda value=value: ast.Constant(value)
+        else:
+            name = synthetic[attr] = fresh(f"{param}_{attr}")
+            table[attr] = lambda name=name: ast.Name(name, ast.Load())
+    return table, synthetic
+
+
+def _method_parameters(cls, methods: dict, synthetic: dict) -> dict:
+    """The synthetic parameters each method takes: those of the attributes it
+    reads, itself or through the methods it calls (in a fixed order)."""
+    reads, calls = {}, {}
+    for m, func in methods.items():
+        tree = func.source.tree
+        uses = list(_attribute_uses(tree, _self_name(tree, cls, m)))
+        reads[m] = {a for a, is_call, _ in uses if not is_call}
+        calls[m] = {a for a, is_call, _ in uses if is_call}
+    changed = True
+    while changed:
+        changed = False
+        for m in methods:
+            for callee in calls[m]:
+                if not reads[callee] <= reads[m]:
+                    reads[m] |= reads[callee]
+                    changed = True
+    return {m: [synthetic[a] for a in sorted(reads[m]) if a in synthetic] for m in methods}
+
+
+def _method_copy(func: Func, cls, name: str, table: dict, method_names: dict,
+                 method_args: dict, extra: dict) -> Func:
+    """A Func for ``func`` with ``self`` replaced by the synthetic parameters it
+    needs, and its ``self.`` uses rewritten."""
+    tree = copy.deepcopy(func.source.tree)
+    self_name = _self_name(tree, cls, name)
+    added = [ast.copy_location(ast.arg(n), tree) for n in method_args[name]]
+    tree.args.args = tree.args.args[1:] + added
+    tree = _Rewriter(self_name, table, method_names, method_args).visit(tree)
+    ast.fix_missing_locations(tree)
+    copy_ = Func.__new__(Func)
+    copy_.fn = func.fn
+    copy_.__name__ = func.__name__
+    copy_.__doc__ = func.__doc__
+    copy_.__wrapped__ = func.fn
+    copy_.source = dataclasses.replace(func.source, tree=tree)
+    copy_._extra = extra   # its calls of other rewritten methods resolve here
+    return copy_
+
+
+class _Fresh:
+    def __init__(self, used):
+        self.used = set(used)
+
+    def __call__(self, base: str) -> str:
+        k = 0
+        while True:
+            k += 1
+            name = f"__{base}_{k}__"
+            if name not in self.used:
+                self.used.add(name)
+                return name

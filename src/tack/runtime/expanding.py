@@ -1,0 +1,131 @@
+"""Calls with ``@tack.device_class`` arguments: expanded on every call.
+
+An instance's attributes may change between calls, so each call reads the
+attributes the kernel references (:func:`tack.lang.device_class.classify`):
+the classification and the constants' values select the expansion, and the
+runtime scalars and arrays replace the instance in the flat argument tuple.
+The flat tuple then goes through the ordinary signature table of its
+expansion, so a repeated call costs the attribute reads plus one lookup.
+
+A class's templates and variants are dropped when the class is garbage
+collected (keys hold its ``id``, never the class itself).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from ..lang import device_class
+from .dispatch import signature
+
+
+class Expanding:
+    """The runner recorded for a signature that has device-class arguments."""
+
+    __slots__ = ("kernel", "default", "debug", "positions", "names", "table",
+                 "shape_params")
+
+    def __init__(self, kernel, args, default, debug: bool):
+        self.kernel = kernel
+        self.default = default
+        self.debug = debug
+        self.positions = tuple(k for k, a in enumerate(args) if device_class.is_instance(a))
+        self.names = [a.arg for a in kernel.source.tree.args.args]
+        self.table: dict = {}
+        self.shape_params = frozenset()
+
+    def run(self, args):
+        flat, key = self.expand(args)
+        runner = self.table.get((key, signature(flat, self.shape_params)))
+        if runner is None:
+            runner = self.bind(args, flat, key)
+        return runner.run(flat)
+
+    def expand(self, args) -> tuple:
+        flat, key, start = [], [], 0
+        for k in self.positions:
+            obj = args[k]
+            cls = type(obj)
+            values, _ = references_of(self.kernel, cls, self.names[k])
+            classified = device_class.classify(obj, values, self.names[k],
+                                               f"Kernel '{self.kernel.name}'")
+            flat.extend(args[start:k])
+            flat.extend(getattr(obj, attr) for attr, kind, _ in classified if kind != "const")
+            start = k + 1
+            key.append((id(cls), classified))
+        flat.extend(args[start:])
+        return tuple(flat), tuple(key)
+
+    def bind(self, args, flat, key):
+        expanded = expansion(self.kernel, self.positions, self.names, args, key)
+        runner, template = self.kernel._bind(flat, self.default, self.debug, expanded)
+        if not template.shape_params <= self.shape_params:
+            self.shape_params = self.shape_params | template.shape_params
+            self.table.clear()
+        self.table[(key, signature(flat, self.shape_params))] = runner
+        return runner
+
+
+def expansion(kernel, positions, names, args, key):
+    """The rewritten kernel for the instances in ``args`` (classified in ``key``)."""
+    plan = []
+    for k, (_, classified) in zip(positions, key):
+        cls = type(args[k])
+        _, called = references_of(kernel, cls, names[k])
+        methods = device_class.methods_of(cls)
+        plan.append((names[k], cls, classified, {m: methods[m] for m in called}))
+        watch_class(kernel, cls)
+    return device_class.expand(kernel.source, plan, key)
+
+
+def expand_call(kernel, args) -> tuple:
+    """``(flat arguments, Expanded or None)`` for one call (tack.inspect uses it)."""
+    if not any(device_class.is_instance(a) for a in args):
+        return tuple(args), None
+    runner = Expanding(kernel, args, None, False)
+    flat, key = runner.expand(args)
+    return flat, expansion(kernel, runner.positions, runner.names, args, key)
+
+
+def references_of(kernel, cls, param: str) -> tuple:
+    """What the kernel reads of the object passed as ``param`` (memoized)."""
+    cache = kernel._references
+    found = cache.get((id(cls), param))
+    if found is None:
+        source = kernel.source
+
+        def where(message, node):
+            return ValueError(f"Kernel '{kernel.name}': {message} {source.where(node)}")
+        found = device_class.references(cls, source.tree, param, where)
+        cache[(id(cls), param)] = found
+    return found
+
+
+def watch_class(kernel, cls) -> None:
+    """Drop what ``kernel`` compiled for ``cls`` once the class is collected."""
+    watched = kernel._watched
+    if id(cls) in watched:
+        return
+    watched.add(id(cls))
+    ref = weakref.ref(kernel)
+    weakref.finalize(cls, _drop, ref, id(cls))
+
+
+def _drop(ref, cls_id: int) -> None:
+    kernel = ref()
+    if kernel is None:
+        return
+    kernel._watched.discard(cls_id)
+    for key in [k for k in kernel._references if k[0] == cls_id]:
+        del kernel._references[key]
+    with kernel._lock:
+        for key in [k for k in kernel._templates if _mentions(k[2], cls_id)]:
+            del kernel._templates[key]
+        for key in [k for k in kernel._variants if _mentions(k[1][2], cls_id)]:
+            del kernel._variants[key]
+        for fast in kernel._fast:
+            fast.table.clear()
+
+
+def _mentions(expansion_key, cls_id: int) -> bool:
+    return expansion_key is not None and any(c == cls_id for c, _ in expansion_key)
