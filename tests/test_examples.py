@@ -28,3 +28,17 @@ def test_workgroup_stencil():
         pytest.skip("no OpenCL device (pip install pyopencl; apt install pocl-opencl-icd)")
     out = _run("workgroup_stencil.py")
     assert "tiled stencil ok" in out and "block reduction ok" in out
+
+
+def test_nbody_vectors_and_device_class():
+    out = _run("nbody.py")
+    assert "nbody ok" in out
+
+
+def test_nbody_on_opencl():
+    if not tack.device_count("opencl"):
+        pytest.skip("no OpenCL device (pip install pyopencl; apt install pocl-opencl-icd)")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "nbody.py"),
+                           "--device", "opencl", "--bodies", "65", "--steps", "3"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0 and "nbody ok" in done.stdout, done.stdout + done.stderr
