@@ -230,7 +230,50 @@ class _Gen:
             k = r.choice(("2.0", "1.5", "0.75"))
             op = r.choice(("//", "%"))
             return Expr(f"({x.text} {op} {k})", "f", exact=x.exact)
+        if c == 9 and r.random() < 0.5:
+            return self.vector_scalar(depth)
         return self.call_func("f", depth) or x
+
+    # -- vector math (vec3 values reduced to a scalar) --------------------------
+    def vector_scalar(self, depth):
+        """A scalar from vec3 math: a dot product, a length, or a component."""
+        r = self.rng
+        v = self.vexpr(depth - 1)
+        c = r.randrange(5)
+        if c == 0:
+            text = f"tack.dot({v}, {self.vexpr(depth - 1)})"
+        elif c == 1:
+            text = f"tack.length({v})"
+        elif c == 2:
+            text = f"({v}).{r.choice('xyz')}"
+        elif c == 3:
+            text = f"({v})[{r.randrange(3)}]"
+        else:
+            text = f"({v} @ {self.vexpr(depth - 1)})"
+        return Expr(self.wrap(text), "f", exact=True)
+
+    def vexpr(self, depth) -> str:
+        r = self.rng
+        if depth <= 0 or r.random() < 0.35:
+            if r.random() < 0.3:
+                return f"tack.vec3({self.fexpr(depth - 1, exact=True).text})"
+            parts = [self.fexpr(depth - 1, exact=True).text for _ in range(3)]
+            return f"tack.vec3({', '.join(parts)})"
+        c = r.randrange(8)
+        x = self.vexpr(depth - 1)
+        if c <= 2:
+            return f"({x} {'+-*'[c]} {self.vexpr(depth - 1)})"
+        if c == 3:
+            f = self.fexpr(depth - 1, exact=True).text
+            return f"({x} * {f})" if r.random() < 0.5 else f"({f} * {x})"
+        if c == 4:
+            f = self.fexpr(depth - 1, exact=True).text
+            return f"({x} / ({f} * {f} + 1.0))"
+        if c == 5:
+            return f"tack.cross({x}, {self.vexpr(depth - 1)})"
+        if c == 6:
+            return f"{r.choice(('min', 'max'))}({x}, {self.vexpr(depth - 1)})"
+        return f"(-{x})" if r.random() < 0.5 else f"abs({x})"
 
     def cond(self, depth):
         r = self.rng

@@ -83,13 +83,70 @@ def _namespace(ftype):
         sin=lambda x: np.sin(fl(x)), floor=floor, pi=_math.pi)
     tack = types.SimpleNamespace(
         i32=np.int32, i64=np.int64, f32=np.float32, f64=np.float64, ndindex=ndindex,
-        func=None, kernel=None)
+        func=None, kernel=None, vec3=_vec3, dot=_dot, cross=_cross,
+        length=lambda v: np.sqrt(_dot(v, v)))
     return {
         "math": math, "tack": tack, "float": lambda x: fnp(x), "int": to_int, "range": seq_range,
         "len": lambda a: np.int64(len(a)),
         "_prange": lambda *a: (np.int64(v) for v in range(*(int(x) for x in a))),
         "_i32": lambda v: np.int32(1 if v else 0),
+        "min": lambda *v: _elementwise(min, v), "max": lambda *v: _elementwise(max, v),
     }
+
+
+def _elementwise(fn, values):
+    if any(isinstance(v, _V) for v in values):
+        comps = [v.c if isinstance(v, _V) else (v,) * 3 for v in values]
+        return _V(fn(*column) for column in zip(*comps))
+    return fn(*values)
+
+
+class _V:
+    """A vec3 as the kernel language scalarizes it: three NumPy scalars, each
+    operation applied per component with the scalar rules."""
+
+    def __init__(self, comps):
+        self.c = tuple(comps)
+
+    x = property(lambda self: self.c[0])
+    y = property(lambda self: self.c[1])
+    z = property(lambda self: self.c[2])
+
+    def __getitem__(self, k):
+        return self.c[k]
+
+    def _map(self, other, fn):
+        if isinstance(other, _V):
+            return _V(fn(a, b) for a, b in zip(self.c, other.c))
+        return _V(fn(a, other) for a in self.c)
+
+    def __add__(self, o): return self._map(o, lambda a, b: a + b)        # noqa: E704
+    def __sub__(self, o): return self._map(o, lambda a, b: a - b)        # noqa: E704
+    def __mul__(self, o): return self._map(o, lambda a, b: a * b)        # noqa: E704
+    def __truediv__(self, o): return self._map(o, lambda a, b: a / b)    # noqa: E704
+    def __rmul__(self, o): return _V(o * a for a in self.c)              # noqa: E704
+    def __neg__(self): return _V(-a for a in self.c)                     # noqa: E704
+    def __abs__(self): return _V(abs(a) for a in self.c)                 # noqa: E704
+    def __matmul__(self, o): return _dot(self, o)                        # noqa: E704
+    def __lt__(self, o): return NotImplemented                           # noqa: E704
+
+    def __iter__(self):
+        raise TypeError("a vec3 is not iterable")
+
+
+def _vec3(*comps):
+    if len(comps) == 1:
+        comps = comps * 3
+    return _V(np.float32(c) for c in comps)
+
+
+def _dot(a, b):
+    return a.c[0] * b.c[0] + a.c[1] * b.c[1] + a.c[2] * b.c[2]
+
+
+def _cross(a, b):
+    (ax, ay, az), (bx, by, bz) = a.c, b.c
+    return _V((ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx))
 
 
 def run_reference(source: str, ftype: str, args):
