@@ -61,6 +61,7 @@ class _Gen:
         self.in_func = False      # device function bodies see only their own names
         self.func_array = None
         self.wrap_a = False
+        self.vec_dtype = ""
 
     # -- helpers ---------------------------------------------------------------
     def fresh(self, p):
@@ -256,9 +257,9 @@ class _Gen:
         r = self.rng
         if depth <= 0 or r.random() < 0.35:
             if r.random() < 0.3:
-                return f"tack.vec3({self.fexpr(depth - 1, exact=True).text})"
+                return f"tack.vec3({self.fexpr(depth - 1, exact=True).text}{self.vec_dtype})"
             parts = [self.fexpr(depth - 1, exact=True).text for _ in range(3)]
-            return f"tack.vec3({', '.join(parts)})"
+            return f"tack.vec3({', '.join(parts)}{self.vec_dtype})"
         c = r.randrange(8)
         x = self.vexpr(depth - 1)
         if c <= 2:
@@ -547,6 +548,8 @@ def valid_program(rng: random.Random, seed: int = 0) -> Program:
     g = _Gen(rng, ftype, itype)
     otype = ftype if rng.random() < 0.7 else rng.choice(("f32", "f64"))
     g.wrap_a = ftype == "f32" and otype == "f64"
+    # Vectors in the default float type, so no f32 value meets f64 ones.
+    g.vec_dtype = ", dtype=tack.f64" if "f64" in (ftype, otype) else ""
     funcs = []
     for _ in range(rng.randint(0, 2)):
         funcs += g.device_function() + [""]

@@ -134,10 +134,10 @@ class _V:
         raise TypeError("a vec3 is not iterable")
 
 
-def _vec3(*comps):
+def _vec3(*comps, dtype=np.float32):
     if len(comps) == 1:
         comps = comps * 3
-    return _V(np.float32(c) for c in comps)
+    return _V(dtype(c) for c in comps)
 
 
 def _dot(a, b):
