@@ -4,6 +4,11 @@ An array records its device, element dtype and shape; its storage is a
 buffer the device's backend allocated (host memory for the CPU). Host code
 reads it through ``numpy()`` (always a copy) and single-element reads;
 kernels read and write it in place.
+
+The element dtype is a scalar type or a vector/matrix type
+(:class:`~tack.types.CompositeType`, ``tack.vec3()``). ``shape`` and ``size``
+count elements; the storage is ``storage_shape = shape + element shape``
+scalars of ``scalar_dtype``, row-major, components innermost.
 """
 
 from __future__ import annotations
@@ -19,20 +24,23 @@ from .. import types as T
 class Array:
     """A device array. Create one with ``tack.zeros``, ``tack.array``, ..."""
 
-    __slots__ = ("_buffer", "_ptr", "_shape", "_dtype", "_device", "_writable",
-                 "_size", "_sig", "_lo", "_hi", "__weakref__")
+    __slots__ = ("_buffer", "_ptr", "_shape", "_dtype", "_scalar", "_storage",
+                 "_device", "_writable", "_size", "_sig", "_lo", "_hi", "__weakref__")
 
-    def __init__(self, buffer, shape: tuple, dtype: T.ScalarType, device,
+    def __init__(self, buffer, shape: tuple, dtype, device,
                  writable: bool = True, address: int = None):
         self._buffer = buffer
         self._ptr = buffer.address if address is None else address
         self._shape = shape
-        self._dtype = dtype
+        self._dtype = dtype            # the element type: scalar, vector or matrix
+        self._scalar = T.scalar_of(dtype)
+        # Storage: shape + component dims (the same tuple for a scalar array).
+        self._storage = shape + dtype.shape if self._scalar is not dtype else shape
         self._device = device
         self._writable = writable
         self._size = math.prod(shape)
         # What a kernel call's signature needs, computed once.
-        aligned = self._ptr % dtype.itemsize == 0  # atomics need natural alignment
+        aligned = self._ptr % self._scalar.itemsize == 0  # atomics: natural alignment
         self._sig = (dtype, len(shape), device.backend.memory_domain, writable, aligned)
         self._lo = self._ptr
         self._hi = self._ptr + self._size * dtype.itemsize
@@ -43,8 +51,24 @@ class Array:
         return self._shape
 
     @property
-    def dtype(self) -> T.ScalarType:
+    def dtype(self):
+        """The element type: a ScalarType, or a CompositeType such as ``tack.vec3()``."""
         return self._dtype
+
+    @property
+    def scalar_dtype(self) -> T.ScalarType:
+        """The scalar type of the storage (``dtype`` itself for a scalar array)."""
+        return self._scalar
+
+    @property
+    def scalar_size(self) -> int:
+        """The number of scalars in the storage (``size`` times the component count)."""
+        return math.prod(self._storage)
+
+    @property
+    def storage_shape(self) -> tuple:
+        """``shape`` followed by the element's component dimensions: ``numpy().shape``."""
+        return self._storage
 
     @property
     def device(self):
@@ -82,18 +106,19 @@ class Array:
         Waits for the launches queued before it."""
         self._device.backend.synchronize()
         raw = self._buffer.read(self.nbytes, copy)
-        return raw.view(self._dtype.numpy).reshape(self._shape)
+        return raw.view(self._scalar.numpy).reshape(self._storage)
 
     def _store(self, values: np.ndarray) -> None:
-        """Replace every value (``values`` has this array's dtype and shape)."""
-        data = np.ascontiguousarray(values, dtype=self._dtype.numpy)
+        """Replace every value (``values`` has this array's scalar dtype and
+        storage shape)."""
+        data = np.ascontiguousarray(values, dtype=self._scalar.numpy)
         self._buffer.write(data.reshape(-1).view(np.uint8))
 
     def _view(self) -> np.ndarray:
         """A writable NumPy view of host storage (CPU buffers only)."""
         self._device.backend.synchronize()
         raw = self._buffer.host_view()[: self.nbytes]
-        return raw.view(self._dtype.numpy).reshape(self._shape)
+        return raw.view(self._scalar.numpy).reshape(self._storage)
 
     def numpy(self) -> np.ndarray:
         """A new NumPy array holding a copy of the values."""
@@ -125,7 +150,9 @@ class Array:
                 raise IndexError(f"index {i} is out of bounds for a dimension of "
                                  f"length {extent}")
             position.append(i % extent)
-        return self._values()[tuple(position)].item()
+        value = self._values()[tuple(position)]
+        # A vector or matrix element is a NumPy array of the element's shape (a copy).
+        return value.item() if self._scalar is self._dtype else value.copy()
 
     def __setitem__(self, key, value):
         raise TypeError("tack.Array does not support host assignment: write it in a "
@@ -136,20 +163,31 @@ class Array:
 
     def fill(self, value) -> None:
         """Set every element to ``value``, converted and refused as ``ndarray.fill``
-        would. Large arrays (256 KiB or more) are filled by a parallel kernel."""
+        would. A vector or matrix array also takes one element's components (a
+        sequence or NumPy array of the element's shape); a scalar sets every
+        component. Large arrays (256 KiB or more) are filled by a parallel kernel."""
         self._require_writable("fill()")
-        if isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) > 0:
+        sequence = isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) > 0
+        if sequence and self._scalar is self._dtype:
             raise TypeError("fill() of a scalar array takes a scalar, not a sequence")
-        exact = np.empty((), self._dtype.numpy)
-        exact.fill(value)
-        if self.nbytes >= FILL_KERNEL_BYTES:
-            from .host_kernels import fill_value
-            with self._device:  # host operations run on the array's device
-                fill_value(self._flat(), exact[()])
-        elif hasattr(self._buffer, "host_view"):
-            self._view().fill(exact)
+        if sequence:
+            exact = _components(value, self._dtype, "fill()")
         else:
-            self._store(np.full(self._shape, exact, self._dtype.numpy))
+            exact = np.empty((), self._scalar.numpy)
+            exact.fill(value)
+        if self.nbytes >= FILL_KERNEL_BYTES:
+            from .host_kernels import fill_pattern, fill_value
+            with self._device:  # host operations run on the array's device
+                if exact.ndim == 0:
+                    fill_value(self._scalars(), exact[()])
+                else:
+                    from .creation import array
+                    pattern = array(exact.reshape(-1), device=self._device)
+                    fill_pattern(self._scalars(), pattern)
+        elif hasattr(self._buffer, "host_view"):
+            self._view()[...] = exact
+        else:
+            self._store(np.broadcast_to(exact, self._storage))
 
     def _require_writable(self, operation: str) -> None:
         if not self._writable:
@@ -158,7 +196,14 @@ class Array:
 
     # -- views and copies ---------------------------------------------------------
     def _flat(self) -> "Array":
+        """A 1-D view of the elements (same element type)."""
         return self._derived((self._size,))
+
+    def _scalars(self) -> "Array":
+        """A 1-D scalar view of the whole storage: what the host kernels copy,
+        convert and fill, so one scalar variant serves every element type."""
+        return Array(self._buffer, (self.scalar_size,), self._scalar, self._device,
+                     self._writable, address=self._ptr)
 
     def _derived(self, shape: tuple) -> "Array":
         return Array(self._buffer, shape, self._dtype, self._device, self._writable,
@@ -166,7 +211,8 @@ class Array:
 
     def reshape(self, *shape) -> "Array":
         """A view with another shape sharing this array's buffer (one extent may
-        be -1)."""
+        be -1). The shape counts elements: a vector or matrix array keeps its
+        element type and component dimensions."""
         dims = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
             else shape
         dims = [operator.index(d) for d in dims]
@@ -189,12 +235,15 @@ class Array:
 
     def astype(self, dtype) -> "Array":
         """A new array converted to ``dtype`` with the kernel conversion rules
-        (float to int saturates, NaN becomes 0)."""
+        (float to int saturates, NaN becomes 0). A scalar dtype keeps a vector
+        or matrix array's element dimensions (``vec3(f32)`` to ``vec3(f64)``);
+        a vector or matrix dtype must have this array's element shape."""
         from .creation import empty
         from .host_kernels import copy_convert
-        out = empty(self._shape, T.as_scalar_type(dtype), device=self._device)
+        target = converted_type(self._dtype, dtype, "astype()")
+        out = empty(self._shape, target, device=self._device)
         with self._device:
-            copy_convert(self._flat(), out._flat())
+            copy_convert(self._scalars(), out._scalars())
         return out
 
     def to_device(self, device) -> "Array":
@@ -204,31 +253,47 @@ class Array:
         target = resolve(device)
         if target.backend.memory_domain == self._device.backend.memory_domain:
             return self
-        return array(self.numpy(), device=target)
+        return array(self.numpy(), self._dtype, device=target)
 
     # -- reductions ---------------------------------------------------------------
-    def sum(self) -> float:
-        """Sum of every element as a Python float (f32 accumulates in f64)."""
+    # A vector or matrix array reduces component by component over its elements
+    # and returns a float64 NumPy array of the element's shape, each component
+    # computed as the scalar reduction computes its Python float.
+    def sum(self):
+        """Sum of every element as a Python float (f32 accumulates in f64); for a
+        vector or matrix array, the component-wise sum as a float64 NumPy array."""
+        shape = T.element_shape(self._dtype)
         if self._size == 0:
-            return 0.0
-        return float(self._host_values().sum(dtype=_accumulator(self._dtype)))
+            return np.zeros(shape) if shape else 0.0
+        acc = _accumulator(self._scalar)
+        if shape:
+            values = self._host_values().reshape((self._size,) + shape)
+            return values.sum(axis=0, dtype=acc).astype(np.float64)
+        return float(self._host_values().sum(dtype=acc))
 
-    def min(self) -> float:
+    def min(self):
         return self._extreme("min")
 
-    def max(self) -> float:
+    def max(self):
         return self._extreme("max")
 
-    def mean(self) -> float:
-        """``sum() / size`` in binary64; NaN for an empty array."""
+    def mean(self):
+        """``sum() / size`` in binary64; NaN for an empty array (component-wise
+        for a vector or matrix array)."""
         if self._size == 0:
-            return float("nan")
+            shape = T.element_shape(self._dtype)
+            return np.full(shape, np.nan) if shape else float("nan")
         return self.sum() / self._size
 
-    def _extreme(self, which: str) -> float:
+    def _extreme(self, which: str):
         if self._size == 0:
             raise ValueError(f"{which} reduction requires a nonempty array")
         values = self._host_values()
+        shape = T.element_shape(self._dtype)
+        if shape:
+            values = values.reshape((self._size,) + shape)
+            found = values.min(axis=0) if which == "min" else values.max(axis=0)
+            return found.astype(np.float64)
         return float(values.min() if which == "min" else values.max())
 
     def _host_values(self) -> np.ndarray:
@@ -245,6 +310,43 @@ class Array:
 
 
 FILL_KERNEL_BYTES = 256 * 1024
+
+
+def _components(value, dtype, operation: str) -> np.ndarray:
+    """One element's components of ``dtype`` (a vector or matrix type), each
+    converted, and refused, as ``ndarray.fill`` converts a scalar."""
+    shape = np.shape(value)
+    if shape != dtype.shape:
+        raise ValueError(f"{operation} of a {dtype} array takes a scalar or one "
+                         f"element's components, of shape {dtype.shape}; got shape "
+                         f"{shape}")
+    exact = np.empty(dtype.shape, dtype.scalar.numpy)
+    cell = np.empty((), dtype.scalar.numpy)
+    for k, component in enumerate(np.asarray(value, dtype=object).flat):
+        cell.fill(component)
+        exact.flat[k] = cell
+    return exact
+
+
+def converted_type(source, dtype, operation: str):
+    """The element type ``dtype`` names for values of element type ``source``:
+    a scalar type keeps a vector or matrix source's element dimensions; a
+    vector or matrix type must have the source's element shape."""
+    target = T.as_element_type(dtype)
+    source_shape = T.element_shape(source)
+    if isinstance(target, T.ScalarType):
+        if not source_shape:
+            return target
+        return T.composite(source.kind, source.shape, target)
+    if target.shape != source_shape:
+        hint = (f"to convert only the scalar type, pass a scalar dtype such as "
+                f"tack.{target.scalar}" if source_shape else
+                f"to build {target} elements, pass values whose last dimensions "
+                f"are the components to tack.array(values, dtype=...)")
+        raise TypeError(f"{operation} cannot change the element dimensions: {source} "
+                        f"elements have shape {source_shape}, {target} elements have "
+                        f"shape {target.shape}; {hint}")
+    return target
 
 
 def _accumulator(dtype):

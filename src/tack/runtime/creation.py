@@ -1,5 +1,10 @@
 """Array constructors: ``empty``, ``zeros``, ``ones``, ``full``, ``arange``,
-``array``, ``asarray``. Each takes ``device=`` (default: the default device)."""
+``array``, ``asarray``. Each takes ``device=`` (default: the default device).
+
+``dtype`` may be a vector or matrix element type (``tack.vec3()``): shapes
+count elements, and host values carry the element's component dimensions
+last (``tack.array(values, dtype=tack.vec3())`` takes values of shape
+``(..., 3)``)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import operator
 import numpy as np
 
 from .. import types as T
-from .array import Array
+from .array import Array, converted_type
 from .device import device as _device
 from .device import get_default_device
 
@@ -41,7 +46,7 @@ def empty(shape, dtype=T.f32, *, device=None) -> Array:
     """A new array with unspecified contents (the CPU does not touch its pages)."""
     dev = _resolve_device(device)
     dims = _shape(shape)
-    dt = T.as_scalar_type(dtype)
+    dt = T.as_element_type(dtype)
     count = math.prod(dims)
     buffer = dev.backend.allocate(count * dt.itemsize)
     return Array(buffer, dims, dt, dev)
@@ -73,6 +78,13 @@ def _scalar_dtype(value) -> T.ScalarType:
 
 
 def full(shape, fill_value, dtype=None, *, device=None) -> Array:
+    """``empty`` then ``fill(fill_value)``; a sequence ``fill_value`` (one vector
+    or matrix element's components) needs an element dtype such as ``tack.vec3()``."""
+    if dtype is None and isinstance(fill_value, (list, tuple, np.ndarray)) \
+            and np.ndim(fill_value) > 0:
+        raise TypeError(f"cannot infer a Tack dtype from {type(fill_value).__name__}: "
+                        f"a sequence fill_value needs an element dtype, such as "
+                        f"dtype=tack.vec3()")
     dt = _scalar_dtype(fill_value) if dtype is None else dtype
     out = empty(shape, dt, device=device)
     out.fill(fill_value)
@@ -82,7 +94,7 @@ def full(shape, fill_value, dtype=None, *, device=None) -> Array:
 def _host_values(obj, dtype) -> np.ndarray:
     """``obj`` as a NumPy array with Tack's dtype inference."""
     if dtype is not None:
-        dt = T.as_scalar_type(dtype)
+        dt = T.scalar_of(T.as_element_type(dtype))
         return np.asarray(obj, dtype=dt.numpy)
     values = np.asarray(obj)
     if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
@@ -104,41 +116,73 @@ def _host_values(obj, dtype) -> np.ndarray:
     return values
 
 
-def _from_host(values: np.ndarray, dev) -> Array:
-    out = empty(values.shape, T.from_numpy(values.dtype), device=dev)
-    out._store(values.astype(out.dtype.numpy, copy=False))
+def element_dims(shape: tuple, dtype, operation: str) -> tuple:
+    """The array shape of host values of ``shape`` holding ``dtype`` elements:
+    ``shape`` less the element's component dimensions, which must end it."""
+    element = T.element_shape(dtype)
+    if not element:
+        return shape
+    k = len(element)
+    if len(shape) < k or tuple(shape[len(shape) - k:]) != element:
+        raise ValueError(f"{operation} with dtype {dtype} takes values whose last "
+                         f"dimensions are the element shape {element}; got values of "
+                         f"shape {tuple(shape)}")
+    return tuple(shape[:len(shape) - k])
+
+
+def _from_host(values: np.ndarray, dev, dtype=None, operation="array()") -> Array:
+    """A new array of ``values``; with a vector or matrix ``dtype`` the last
+    dimensions of ``values`` are the components."""
+    element = T.from_numpy(values.dtype) if dtype is None else dtype
+    out = empty(element_dims(values.shape, element, operation), element, device=dev)
+    out._store(values.astype(out.scalar_dtype.numpy, copy=False))
     return out
 
 
 def array(obj, dtype=None, *, device=None) -> Array:
     """A new array holding a copy of ``obj`` (a Tack array, NumPy array, sequence
-    or scalar)."""
+    or scalar). A vector or matrix ``dtype`` consumes the element's dimensions
+    at the end of ``obj``'s shape. A Tack array keeps its element type unless
+    ``dtype`` is given; a scalar ``dtype`` keeps a vector or matrix array's
+    element dimensions, as ``astype`` does."""
+    return _array(obj, dtype, device, "array()")
+
+
+def _array(obj, dtype, device, operation: str) -> Array:
     dev = _resolve_device(device)
     if isinstance(obj, Array):
+        element = obj.dtype if dtype is None else converted_type(obj.dtype, dtype,
+                                                                 operation)
         values = obj.numpy()
-        if dtype is not None:
-            values = values.astype(T.as_scalar_type(dtype).numpy)
-        return _from_host(values, dev)
-    return _from_host(_host_values(obj, dtype), dev)
+        return _from_host(values.astype(T.scalar_of(element).numpy, copy=False),
+                          dev, element, operation)
+    element = None if dtype is None else T.as_element_type(dtype)
+    return _from_host(_host_values(obj, element), dev, element, operation)
 
 
 def asarray(obj, dtype=None, *, device=None) -> Array:
     """``obj`` itself when it is a Tack array of that dtype on that device's memory,
-    else a converted copy."""
+    else a converted copy (a scalar ``dtype`` on a vector or matrix array names
+    its element type with that scalar type, as ``astype`` does)."""
     if isinstance(obj, Array):
-        same_type = dtype is None or T.as_scalar_type(dtype) == obj.dtype
+        same_type = dtype is None or converted_type(obj.dtype, dtype,
+                                                    "asarray()") == obj.dtype
         target = None if device is None else _device(device)
         addressable = target is None or (
             target.backend.memory_domain == obj.device.backend.memory_domain)
         if same_type and addressable:
             return obj
-    return array(obj, dtype, device=device)
+    return _array(obj, dtype, device, "asarray()")
 
 
 def arange(*args, dtype=None, device=None) -> Array:
     """Like ``numpy.arange``: int arguments give i32 (i64 if needed), floats f32."""
     if not 1 <= len(args) <= 3:
         raise TypeError(f"arange() takes 1 to 3 positional arguments, got {len(args)}")
+    if dtype is not None and isinstance(T.as_element_type(dtype), T.CompositeType):
+        raise TypeError(f"arange() makes scalar arrays, not {T.as_element_type(dtype)} "
+                        f"arrays; build the components with numpy and copy them in "
+                        f"with tack.array(values, dtype=...)")
     values = np.arange(*args)
     if dtype is None:
         if values.dtype.kind == "f":

@@ -102,10 +102,12 @@ def _delete_export(address):
 
 
 def _fill_tensor(tensor: DLTensor, array: Array, shape):
+    # A vector or matrix array exports its scalar storage: storage_shape of
+    # scalar_dtype (DLPack lanes describe SIMD types, not array components).
     tensor.data = array._ptr
     tensor.device = DLDevice(array.device.backend.dlpack_device_type, 0)
-    tensor.ndim = len(array.shape)
-    tensor.dtype = _dl_dtype(array.dtype)
+    tensor.ndim = len(array.storage_shape)
+    tensor.dtype = _dl_dtype(array.scalar_dtype)
     tensor.shape = shape
     tensor.strides = None  # C-contiguous
     tensor.byte_offset = 0
@@ -136,7 +138,8 @@ def export(array: Array, max_version=None, copy=None):
         raise BufferError(f"arrays on {array.device} cannot be exported through DLPack: "
                           f"{array.device.backend.dlpack_refusal_note}")
     array.device.backend.synchronize()
-    shape = (ctypes.c_int64 * max(1, len(array.shape)))(*array.shape)
+    storage = array.storage_shape
+    shape = (ctypes.c_int64 * max(1, len(storage)))(*storage)
     versioned = max_version is not None and tuple(max_version) >= (1, 0)
     if versioned:
         managed = DLManagedTensorVersioned()

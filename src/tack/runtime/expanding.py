@@ -31,6 +31,9 @@ class Expanding:
         self.debug = debug
         self.positions = tuple(k for k, a in enumerate(args) if device_class.is_instance(a))
         self.names = [a.arg for a in kernel.source.tree.args.args]
+        if len(args) > len(self.names):   # an instance past the last parameter
+            raise TypeError(f"Kernel '{kernel.name}' expects {len(self.names)} "
+                            f"arguments, got {len(args)}")
         self.table: dict = {}
         self.shape_params = frozenset()
 

@@ -1,6 +1,7 @@
 """Kernels the host API runs on an array's device: copies, conversions, fills.
 
-They work on flat one-dimensional views, so one variant serves every shape.
+They work on flat one-dimensional scalar views (``Array._scalars()``), so one
+variant serves every shape and every vector or matrix element type.
 """
 
 from __future__ import annotations
@@ -27,3 +28,11 @@ def copy_into(src, dst, offset):
     """dst[offset + i] = src[i], for concatenation."""
     for i in range(len(src)):
         dst[offset + i] = src[i]
+
+
+@kernel
+def fill_pattern(dst, pattern):
+    """dst[i] = pattern[i % len(pattern)]: fills a vector or matrix array's scalar
+    storage with one element's components."""
+    for i in range(len(dst)):
+        dst[i] = pattern[i % len(pattern)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
-from .array import Array
-from .creation import _resolve_device, empty
+from .array import Array, converted_type
+from .creation import _resolve_device, element_dims, empty
 
 
 def _two_devices(operation: str, a: Array, b: Array) -> ValueError:
@@ -19,27 +19,36 @@ def _same_domain(a: Array, b: Array) -> bool:
 
 
 def copyto(a, src) -> None:
-    """Copy ``src`` into ``a``: host values broadcast like ``np.copyto``; a Tack
-    array of the same shape is copied on the device."""
+    """Copy ``src`` into ``a``: host values broadcast like ``np.copyto`` to
+    ``a.numpy()``'s shape (component dimensions included, so a flat array does
+    not fill a vector or matrix array); a Tack array of the same shape and
+    scalar count is copied on the device."""
     if not isinstance(a, Array):
         raise TypeError(f"copyto() copies into a tack.Array, not {type(a).__name__}")
     a._require_writable("copyto()")
     if isinstance(src, Array):
         if not _same_domain(a, src):
             raise _two_devices("copyto()", a, src)
-        if src.shape != a.shape:
+        if src.shape != a.shape or src.scalar_size != a.scalar_size:
+            if src.storage_shape == a.storage_shape:  # f32 (4, 3) and vec3 (4,)
+                raise ValueError(f"copyto() from a Tack array needs the same shape in "
+                                 f"elements: a {src.dtype} array of shape {src.shape} "
+                                 f"into a {a.dtype} array of shape {a.shape}; to copy "
+                                 f"the values across element types, pass src.numpy()")
             raise ValueError(f"copyto() into an array whose values have shape "
-                             f"{a.shape}: cannot broadcast shape {src.shape}")
+                             f"{a.storage_shape}: cannot broadcast shape "
+                             f"{src.storage_shape}")
         from .host_kernels import copy_convert
         with a.device:  # host operations run on the array's device
-            copy_convert(src._flat(), a._flat())
+            copy_convert(src._scalars(), a._scalars())
         return
-    values = np.asarray(src, dtype=a.dtype.numpy)
+    values = np.asarray(src, dtype=a.scalar_dtype.numpy)
+    storage = a.storage_shape
     try:
-        np.broadcast_shapes(values.shape, a.shape)
-        broadcast = np.broadcast_to(values, a.shape)
+        np.broadcast_shapes(values.shape, storage)
+        broadcast = np.broadcast_to(values, storage)
     except ValueError:
-        raise ValueError(f"copyto() into an array whose values have shape {a.shape}: "
+        raise ValueError(f"copyto() into an array whose values have shape {storage}: "
                          f"cannot broadcast shape {values.shape}") from None
     a._store(broadcast)
 
@@ -61,43 +70,58 @@ def concat(arrays) -> Array:
             raise _two_devices("concat()", first, a)
     from .host_kernels import copy_into
     out = empty(sum(a.size for a in arrays), first.dtype, device=first.device)
-    offset = 0
+    flat, offset = out._scalars(), 0
     with first.device:
         for a in arrays:
             if a.size:
-                copy_into(a._flat(), out, offset)
-            offset += a.size
+                copy_into(a._scalars(), flat, offset)
+            offset += a.scalar_size
     return out
 
 
-def _prototype(prototype, dtype, device):
+def _prototype(prototype, dtype, device, operation):
+    """(shape, element type, device) of a new array like ``prototype``.
+
+    A scalar ``dtype`` over a vector or matrix Tack prototype keeps its element
+    dimensions. A vector or matrix ``dtype`` over a NumPy prototype consumes the
+    element's dimensions at the end of its shape, as ``tack.array`` does."""
     if isinstance(prototype, Array):
         dev = prototype.device if device is None else _resolve_device(device)
-        return prototype.shape, (prototype.dtype if dtype is None else dtype), dev
+        if dtype is None:
+            return prototype.shape, prototype.dtype, dev
+        target = T.as_element_type(dtype)
+        if isinstance(target, T.ScalarType):
+            target = converted_type(prototype.dtype, target, operation)
+        return prototype.shape, target, dev
     if isinstance(prototype, np.ndarray):
-        dt = T.from_numpy(prototype.dtype) if dtype is None else dtype
-        return prototype.shape, dt, _resolve_device(device)
+        dt = T.from_numpy(prototype.dtype) if dtype is None else T.as_element_type(dtype)
+        shape = element_dims(prototype.shape, dt, operation)
+        return shape, dt, _resolve_device(device)
     raise TypeError("expected a Tack array or NumPy array as the prototype")
 
 
 def empty_like(prototype, dtype=None, *, device=None) -> Array:
-    shape, dt, dev = _prototype(prototype, dtype, device)
+    return _like(prototype, dtype, device, "empty_like()")
+
+
+def _like(prototype, dtype, device, operation) -> Array:
+    shape, dt, dev = _prototype(prototype, dtype, device, operation)
     return empty(shape, dt, device=dev)
 
 
 def zeros_like(prototype, dtype=None, *, device=None) -> Array:
-    out = empty_like(prototype, dtype, device=device)
+    out = _like(prototype, dtype, device, "zeros_like()")
     out.fill(0)
     return out
 
 
 def ones_like(prototype, dtype=None, *, device=None) -> Array:
-    out = empty_like(prototype, dtype, device=device)
+    out = _like(prototype, dtype, device, "ones_like()")
     out.fill(1)
     return out
 
 
 def full_like(prototype, fill_value, dtype=None, *, device=None) -> Array:
-    out = empty_like(prototype, dtype, device=device)
+    out = _like(prototype, dtype, device, "full_like()")
     out.fill(fill_value)
     return out

@@ -29,8 +29,9 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
     """Wrap existing memory as an array, without copying; Tack never frees it.
 
     The caller keeps the memory alive and unmoved for the array's lifetime and
-    provides at least ``prod(shape) * itemsize`` bytes. Arrays are read-only
-    unless ``writable=True``.
+    provides at least ``prod(shape) * itemsize`` bytes. ``shape`` counts elements:
+    with ``dtype=tack.vec3()`` each element is three f32 components. Arrays are
+    read-only unless ``writable=True``.
     """
     dev = _resolve_device(device)
     if dev.backend.memory_domain != "host":
@@ -38,7 +39,7 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
                         f"pointers: its buffers have no address Tack can use. Copy the "
                         f"values instead: tack.array(values, device='{dev}')")
     dims = _shape(shape)
-    dt = T.as_scalar_type(dtype)
+    dt = T.as_element_type(dtype)  # a scalar type or an element type like tack.vec3()
     address, owner = _address(ptr)
     nbytes = math.prod(dims) * dt.itemsize
     if address == 0 and nbytes:

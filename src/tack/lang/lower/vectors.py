@@ -80,18 +80,18 @@ class VectorLowering:
         if isinstance(value, Vec):
             if local is None:
                 if name in self.scalar_locals:
-                    raise self.vector_error(f"'{_source_name(name)}' holds a scalar and "
+                    raise self.vector_error(f"'{name}' holds a scalar and "
                                             f"cannot also hold a {value.describe()}", node)
                 names = tuple(self.names.fresh(f"{name.strip('_')}_{k}")
                               for k in range(len(value.comps)))
                 local = self.vector_locals[name] = VectorLocal(value.kind, value.shape, names)
             elif (local.kind, local.shape) != (value.kind, value.shape):
                 raise self.vector_error(
-                    f"'{_source_name(name)}' holds a {Vec(local.kind, local.shape, ()).describe()} "
+                    f"'{name}' holds a {Vec(local.kind, local.shape, ()).describe()} "
                     f"and cannot be assigned a {value.describe()}", node)
             return [S.Assign(n, c, span=span) for n, c in zip(local.names, value.comps)]
         if local is not None:
-            raise self.vector_error(f"'{_source_name(name)}' holds a "
+            raise self.vector_error(f"'{name}' holds a "
                                     f"{Vec(local.kind, local.shape, ()).describe()} and "
                                     f"cannot be assigned a scalar", node)
         self.scalar_locals.add(name)
@@ -218,7 +218,8 @@ class VectorLowering:
         parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         if len(parts) != len(shape) or not all(
                 isinstance(p, ast.Constant) and type(p.value) is int for p in parts):
-            raise scope_literal_error(self, node)
+            raise self.scope.unsupported("component assignment with an index that is "
+                                         "not an integer literal", node)
         flat = 0
         for p, d in zip(parts, shape):
             if not 0 <= p.value < d:
@@ -377,12 +378,3 @@ def _literal_flat(indices, columns):
             return r * columns + c
         return -1
     return None
-
-
-def _source_name(name: str) -> str:
-    return name
-
-
-def scope_literal_error(lowering, node):
-    return lowering.scope.unsupported("component assignment with an index that is not "
-                                      "an integer literal", node)
