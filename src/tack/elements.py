@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import types as T
+from .lang.intrinsics import _device_only
 
 
 def _constructor(kind: str, shape: tuple):
@@ -46,14 +47,6 @@ mat44 = _constructor("mat", (4, 4))
 
 CONSTRUCTORS = {"vec2": vec2, "vec3": vec3, "vec4": vec4,
                 "mat22": mat22, "mat33": mat33, "mat44": mat44}
-
-
-def _device_only(name: str):
-    def intrinsic(*args, **kwargs):
-        raise RuntimeError(f"tack.{name}() can only be called inside a "
-                           f"@tack.kernel or @tack.func")
-    intrinsic.__name__ = intrinsic.__qualname__ = name
-    return intrinsic
 
 
 dot = _device_only("dot")
