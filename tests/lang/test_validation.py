@@ -516,8 +516,8 @@ _UNSUPPORTED = {
                           "an annotated final return statement) at line 5, column 5",
     k_return_not_final: "unsupported Return (a kernel returns a value only from an "
                         "annotated final return statement) at line 6, column 13",
-    k_return_bad_annotation: "unsupported return annotation (use int, float, bool "
-                             "or a tack scalar type) at line 2, column 35",
+    k_return_bad_annotation: "unsupported return annotation (use int, float, bool, "
+                             "a tack scalar type or a vector type) at line 2, column 35",
     k_unreachable_break: "unsupported unreachable statement after break at line 6, "
                          "column 13",
     k_unreachable_continue: "unsupported unreachable statement after continue at "

@@ -62,12 +62,19 @@ def _is_number(value) -> bool:
 def references(cls, tree: ast.FunctionDef, name: str, where) -> tuple:
     """The attributes of the object called ``name`` in ``tree`` that it reads as
     values, and the methods it reaches, transitively through methods: two sorted
-    tuples. ``where(message, node)`` makes the error for a bad reference."""
+    tuples, and ``{attribute: (node, method name or None)}`` for each value
+    read's first use.
+    ``where(message, node)`` makes the error for a bad reference."""
     methods = methods_of(cls)
-    values, called = set(), set()
-    pending = [(tree, name)]
+    values, called, first = set(), set(), {}
+    pending = [(tree, name, None)]
     while pending:
-        node, obj = pending.pop()
+        node, obj, owner = pending.pop()
+        bare = _bare_use(node, obj)
+        if bare is not None:
+            raise where(f"the device-class object '{obj}' is used as a value; a kernel "
+                        f"uses only its attributes and methods ({obj}.x, {obj}.m(...))",
+                        bare)
         for attr, is_call, at in _attribute_uses(node, obj):
             if is_call:
                 if attr not in methods:
@@ -76,13 +83,23 @@ def references(cls, tree: ast.FunctionDef, name: str, where) -> tuple:
                 if attr not in called:
                     called.add(attr)
                     method = methods[attr].source.tree
-                    pending.append((method, _self_name(method, cls, attr)))
+                    pending.append((method, _self_name(method, cls, attr), attr))
             else:
                 if attr in methods:
                     raise where(f"method '{obj}.{attr}' of device class "
                                 f"'{cls.__name__}' used as a value (call it)", at)
                 values.add(attr)
-    return tuple(sorted(values)), tuple(sorted(called))
+                first.setdefault(attr, (at, owner))
+    return tuple(sorted(values)), tuple(sorted(called)), first
+
+
+def _bare_use(tree, obj: str):
+    """A use of ``obj`` other than ``obj.attr`` (passing it, assigning it), or None."""
+    bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == obj and id(node) not in bases:
+            return node
+    return None
 
 
 def _self_name(tree: ast.FunctionDef, cls, attr: str) -> str:
@@ -101,36 +118,49 @@ def _attribute_uses(tree, obj: str):
 
 
 # -- classifying the referenced attributes of one instance -------------------------------------
-def classify(obj, attrs, param: str, owner: str) -> tuple:
+def classify(obj, attrs, param: str, owner: str, where=None) -> tuple:
     """``((attr, kind, value key), ...)`` for this instance, ``kind`` one of
-    "const", "scalar", "array"; ``ValueError`` (prefixed with ``owner``) for an
-    unusable attribute."""
+    "const", "scalar", "array"; ``ValueError`` (prefixed with ``owner``, and
+    ending with ``where[attr]``, a position) for an unusable attribute."""
+    try:
+        return _classify(obj, attrs, param, owner)
+    except _Unusable as exc:
+        at = f" {where[exc.attr]}" if where and exc.attr in where else ""
+        raise ValueError(f"{exc.args[0]}{at}") from None
+
+
+class _Unusable(Exception):
+    def __init__(self, attr, message):
+        super().__init__(message)
+        self.attr = attr
+
+
+def _classify(obj, attrs, param: str, owner: str) -> tuple:
     from ..runtime.array import Array
     cls = type(obj)
     own = vars(obj) if hasattr(obj, "__dict__") else {}
     out = []
     for attr in attrs:
+        where = f"{owner}: '{param}.{attr}'"
         if attr.startswith("_"):
-            raise ValueError(f"{owner}: '{param}.{attr}': private attributes of device class "
-                             f"'{cls.__name__}' are not visible in kernels")
+            raise _Unusable(attr, f"{where}: private attributes of device class "
+                                  f"'{cls.__name__}' are not visible in kernels")
         on_class = attr in vars(cls) and _is_number(vars(cls)[attr])
         if attr in own:
             value = own[attr]
         elif on_class:
             value = vars(cls)[attr]
         else:
-            raise ValueError(f"{owner}: '{param}.{attr}' is not a number or array attribute of "
-                             f"this device class '{cls.__name__}' instance")
+            raise _Unusable(attr, f"{where} is not a number or array attribute of this "
+                                  f"device class '{cls.__name__}' instance")
         if isinstance(value, Array):
             out.append((attr, "array", None))
         elif _is_number(value):
-            if on_class:
-                out.append((attr, "const", _constant_key(value)))
-            else:
-                out.append((attr, "scalar", None))
+            out.append((attr, "const", _constant_key(value)) if on_class
+                       else (attr, "scalar", None))
         else:
-            raise ValueError(f"{owner}: '{param}.{attr}' of device class '{cls.__name__}' is a "
-                             f"{type(value).__name__}; kernels take numbers and arrays")
+            raise _Unusable(attr, f"{where} of device class '{cls.__name__}' is a "
+                                  f"{type(value).__name__}; kernels take numbers and arrays")
     return tuple(out)
 
 
@@ -156,6 +186,7 @@ class Expanded:
     params: tuple           # the kernel's parameter names after expansion
     key: tuple              # what selects this expansion in this process
     disk_key: str           # the same, stable across processes (for the disk cache)
+    display: dict           # synthetic parameter -> "obj.attr", for messages
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -197,7 +228,7 @@ def expand(source, plan, key) -> Expanded:
             used |= names_in(m.source.tree)
     fresh = _Fresh(used)
     params = [a.arg for a in tree.args.args]
-    extra = {}
+    extra, display = {}, {}
     for param, cls, classified, methods in plan:
         table, synthetic = _table(param, classified, fresh)
         method_names = {m: fresh(f"{cls.__name__}_{m}") for m in methods}
@@ -206,6 +237,7 @@ def expand(source, plan, key) -> Expanded:
             extra[method_names[m]] = _method_copy(func, cls, m, table, method_names,
                                                   method_args, extra)
         tree = _Rewriter(param, table, method_names, method_args).visit(tree)
+        display.update({name: f"{param}.{attr}" for attr, name in synthetic.items()})
         k = params.index(param)
         params[k:k + 1] = list(synthetic.values())
     tree.args.args = [ast.arg(p) for p in params]
@@ -213,7 +245,7 @@ def expand(source, plan, key) -> Expanded:
         ast.copy_location(a, original)
     ast.fix_missing_locations(tree)
     rewritten = dataclasses.replace(source, tree=tree)
-    return Expanded(rewritten, extra, tuple(params), key, _disk_key(plan))
+    return Expanded(rewritten, extra, tuple(params), key, _disk_key(plan), display)
 
 
 def _disk_key(plan) -> str:

@@ -23,35 +23,39 @@ class Expanding:
     """The runner recorded for a signature that has device-class arguments."""
 
     __slots__ = ("kernel", "default", "debug", "positions", "names", "table",
-                 "shape_params")
+                 "shape_params", "display")
 
     def __init__(self, kernel, args, default, debug: bool):
         self.kernel = kernel
         self.default = default
         self.debug = debug
-        self.positions = tuple(k for k, a in enumerate(args) if device_class.is_instance(a))
         self.names = [a.arg for a in kernel.source.tree.args.args]
-        if len(args) > len(self.names):   # an instance past the last parameter
-            raise TypeError(f"Kernel '{kernel.name}' expects {len(self.names)} "
-                            f"arguments, got {len(args)}")
+        # An instance past the last parameter stays an (extra) argument: the
+        # count, checked after expansion, rejects the call.
+        self.positions = tuple(k for k, a in enumerate(args)
+                               if device_class.is_instance(a) and k < len(self.names))
         self.table: dict = {}
         self.shape_params = frozenset()
+        self.display: dict = {}     # expansion key -> {synthetic name: "obj.attr"}
 
     def run(self, args):
         flat, key = self.expand(args)
         runner = self.table.get((key, signature(flat, self.shape_params)))
-        if runner is None:
-            runner = self.bind(args, flat, key)
-        return runner.run(flat)
+        try:
+            if runner is None:
+                runner = self.bind(args, flat, key)
+            return runner.run(flat)
+        except (TypeError, ValueError, IndexError, NameError, RuntimeError) as exc:
+            raise readable(exc, self.display.get(key)) from exc.__cause__
 
     def expand(self, args) -> tuple:
         flat, key, start = [], [], 0
         for k in self.positions:
             obj = args[k]
             cls = type(obj)
-            values, _ = references_of(self.kernel, cls, self.names[k])
+            values, _, where = references_of(self.kernel, cls, self.names[k])
             classified = device_class.classify(obj, values, self.names[k],
-                                               f"Kernel '{self.kernel.name}'")
+                                               f"Kernel '{self.kernel.name}'", where)
             flat.extend(args[start:k])
             flat.extend(getattr(obj, attr) for attr, kind, _ in classified if kind != "const")
             start = k + 1
@@ -61,6 +65,7 @@ class Expanding:
 
     def bind(self, args, flat, key):
         expanded = expansion(self.kernel, self.positions, self.names, args, key)
+        self.display[key] = expanded.display
         runner, template = self.kernel._bind(flat, self.default, self.debug, expanded)
         if not template.shape_params <= self.shape_params:
             self.shape_params = self.shape_params | template.shape_params
@@ -74,7 +79,7 @@ def expansion(kernel, positions, names, args, key):
     plan = []
     for k, (_, classified) in zip(positions, key):
         cls = type(args[k])
-        _, called = references_of(kernel, cls, names[k])
+        _, called, _ = references_of(kernel, cls, names[k])
         methods = device_class.methods_of(cls)
         plan.append((names[k], cls, classified, {m: methods[m] for m in called}))
         watch_class(kernel, cls)
@@ -90,8 +95,28 @@ def expand_call(kernel, args) -> tuple:
     return flat, expansion(kernel, runner.positions, runner.names, args, key)
 
 
+def _where(node) -> str:
+    return f"at line {node.lineno}, column {node.col_offset + 1}"
+
+
+def readable(exc, display):
+    """``exc`` again, with synthetic parameter names spelled ``obj.attr``."""
+    if not display:
+        return exc
+    message = str(exc)
+    for name, spelled in display.items():
+        message = message.replace(name, spelled)
+    if message == str(exc):
+        return exc
+    new = type(exc)(message)
+    for note in getattr(exc, "__notes__", ()):
+        new.add_note(note)
+    return new.with_traceback(exc.__traceback__)
+
+
 def references_of(kernel, cls, param: str) -> tuple:
-    """What the kernel reads of the object passed as ``param`` (memoized)."""
+    """What the kernel reads of the object passed as ``param`` (memoized):
+    values, methods, and the position of each value's first use."""
     cache = kernel._references
     found = cache.get((id(cls), param))
     if found is None:
@@ -99,8 +124,11 @@ def references_of(kernel, cls, param: str) -> tuple:
 
         def where(message, node):
             return ValueError(f"Kernel '{kernel.name}': {message} {source.where(node)}")
-        found = device_class.references(cls, source.tree, param, where)
-        cache[(id(cls), param)] = found
+        values, called, first = device_class.references(cls, source.tree, param, where)
+        positions = {attr: source.where(node) if method is None else
+                     f"in method '{method}' {_where(node)}"
+                     for attr, (node, method) in first.items()}
+        found = cache[(id(cls), param)] = (values, called, positions)
     return found
 
 

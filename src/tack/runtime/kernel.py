@@ -260,10 +260,13 @@ class Kernel:
     # -- error translation (spec stage 1) ----------------------------------------------
     def _prefixed(self, exc: TypeError) -> TypeError:
         message = str(exc)
-        if (message.startswith(f"Kernel '{self.name}'")
+        if not (message.startswith(f"Kernel '{self.name}'")
                 or f"(inlined into kernel '{self.name}')" in message):
-            return TypeError(message)
-        return TypeError(f"Kernel '{self.name}': {message}")
+            message = f"Kernel '{self.name}': {message}"
+        new = TypeError(message)
+        for note in getattr(exc, "__notes__", ()):   # the source line and caret
+            new.add_note(note)
+        return new
 
     def _failed(self, exc: RuntimeError, args) -> RuntimeError:
         message = str(exc)

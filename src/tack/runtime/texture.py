@@ -16,6 +16,7 @@ the texel centres the value is clamped to the edge.
 from __future__ import annotations
 
 import math
+import operator
 
 from .. import types as T
 from ..lang.device_class import device_class
@@ -74,18 +75,29 @@ class Texture3D:
         return T.f32(c0 * (1.0 - fz) + c1 * fz)
 
 
+def _extents(shape):
+    """``shape`` as a tuple of Python ints (NumPy integers accepted), else None."""
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        return None
+
+
 def texture3d(array, shape=None, interp: str = "linear") -> Texture3D:
     """A :class:`Texture3D` holding a copy of ``array`` (f32), viewed with
     ``shape`` (default: the array's own, which must then be 3-D)."""
     if not isinstance(array, Array):
         raise TypeError(f"texture3d takes a tack.Array, got {type(array).__name__}")
+    if isinstance(array.dtype, T.CompositeType):
+        raise ValueError(f"texture3d requires an f32 array of scalars, got {array.dtype} "
+                         f"elements; sample one component array per texture")
     if array.dtype is not T.f32:
         raise ValueError(f"texture3d requires an f32 array, got {array.dtype}; convert "
                          f"it first with array.astype(tack.f32)")
     if interp != "linear":
         raise ValueError(f"texture3d supports interp='linear' only, got interp={interp!r}")
-    shape = array.shape if shape is None else tuple(shape)
-    if len(shape) != 3 or not all(isinstance(d, int) and d > 0 for d in shape):
+    shape = array.shape if shape is None else _extents(shape)
+    if shape is None or len(shape) != 3 or not all(d > 0 for d in shape):
         raise ValueError("texture3d requires a 3D shape")
     if math.prod(shape) != array.size:
         raise ValueError(f"texture3d shape {shape} holds {math.prod(shape)} elements, but "

@@ -22,16 +22,37 @@ def _index_count(index: ast.expr) -> int:
     return len(index.elts) if isinstance(index, ast.Tuple) else 1
 
 
+class Conflict:
+    """A name subscripted with two index counts: an error if it is an array
+    (a vector or matrix local may be indexed both ways: ``m[r]``, ``m[r, c]``)."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def ndim_of(uses: dict, name: str) -> int:
+    """The index count recorded for ``name``; raises a recorded conflict."""
+    ndim = uses[name]
+    if isinstance(ndim, Conflict):
+        raise ndim.error
+    return ndim
+
+
 class _Uses:
     def __init__(self, source):
         self.source = source
-        self.ndim: dict[str, int] = {}
+        self.ndim: dict = {}
 
-    def record(self, name: str, ndim: int, node) -> None:
+    def record(self, name: str, ndim, node) -> None:
         known = self.ndim.get(name, 0)
+        if isinstance(known, Conflict) or isinstance(ndim, Conflict):
+            self.ndim[name] = known if isinstance(known, Conflict) else ndim
+            return
         if known and ndim and known != ndim:
-            raise unsupported(self.source, f"indexing of array '{name}' with both "
-                              f"{known} and {ndim} indices", node)
+            self.ndim[name] = Conflict(unsupported(
+                self.source, f"indexing of array '{name}' with both {known} and {ndim} "
+                f"indices", node))
+            return
         self.ndim[name] = ndim or known
 
 
@@ -83,7 +104,7 @@ def func_array_params(func: Func, _active=None) -> dict[str, int]:
     bindings = CallBindings(func.fn, tree, getattr(func, "_extra", None))
     uses = array_uses(func.source, tree, bindings, active)
     params = {a.arg for a in tree.args.args}
-    result = {name: ndim for name, ndim in uses.items() if name in params}
+    result = {name: ndim_of(uses, name) for name in uses if name in params}
     if active.pop(func):
         func._array_params = result
     return result

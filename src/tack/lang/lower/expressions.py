@@ -135,6 +135,13 @@ class ExpressionLowering:
 
     def flat_index(self, array: str, index: ast.expr, node) -> E.Expr:
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        element = self.elements.get(array)
+        if element is not None and len(parts) != self.array_ndims[array]:
+            ndim = self.array_ndims[array]
+            raise self.scope.error(
+                TypeError, f"array '{array}' of {element} elements has {ndim} "
+                f"dimension(s) but is indexed with {len(parts)} indices (index the "
+                f"element, then its components: {array}[i].x)", node)
         return self.access_index(array, self.ordered(parts), node)
 
     def linearize(self, array: str, values, node) -> E.Expr:

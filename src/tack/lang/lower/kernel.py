@@ -21,7 +21,7 @@ from ...ir.traversal import rewrite, walk
 from ..bindings import Intrinsic
 from ..names import NameAllocator, names_in
 from ..validate import find_parallel_loop, validate_source
-from .arrays import array_uses
+from .arrays import array_uses, ndim_of
 from .bounds import ERRORS, EXTENTS, SLOTS, BoundsLowering
 from .calls import CallLowering
 from .expressions import ExpressionLowering
@@ -104,18 +104,13 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
     def param(self, arg: ast.arg, uses) -> S.Param:
         span = self.source.span(arg)
         name = arg.arg
-        if name in self.element_params:
+        if name in self.element_params:   # accesses check their index count
             ndim, element = self.element_params[name]
-            if uses.get(name, 0) not in (0, ndim):
-                raise self.scope.error(
-                    TypeError, f"array '{name}' of {element} elements has {ndim} "
-                    f"dimension(s) but is indexed with {uses[name]} indices "
-                    f"(index the element, then its components: {name}[i].x)", arg)
             self.elements[name] = element
             self.array_ndims[name] = ndim
             return S.Param(name, is_array=True, ndim=ndim + len(element.shape), span=span)
         if name in uses:
-            return S.Param(name, is_array=True, ndim=uses[name], span=span)
+            return S.Param(name, is_array=True, ndim=ndim_of(uses, name), span=span)
         return S.Param(name, span=span)
 
     def split_body(self, tree):
@@ -310,8 +305,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             target = scalar
         if isinstance(target, T.ScalarType):
             return target, "float" if target.is_float else "int"
-        raise self.scope.unsupported("return annotation (use int, float, bool or a "
-                                     "tack scalar type)", annotation)
+        raise self.scope.unsupported("return annotation (use int, float, bool, a tack "
+                                     "scalar type or a vector type)", annotation)
 
 
 def _check_returned_names(scope, kernel, pre_ir, body, value, node) -> None:

@@ -157,7 +157,8 @@ class VectorLowering:
                 span = self.scope.span(node)
                 flat = E.Add(E.Mul(indices[0], E.Const(c, span=span), span=span),
                              indices[1], span=span)
-                return self.pick(candidates, flat, _literal_flat(indices, c), node)
+                return self.pick(candidates, flat, self.literal_entry(value, indices, node),
+                                 node)
             candidates = list(value.comps)
         literal = indices[0].value if isinstance(indices[0], E.Const) else None
         return self.pick(candidates, indices[0], literal, node)
@@ -180,6 +181,17 @@ class VectorLowering:
             test = E.Eq(index, E.Const(k, span=span), span=span)
             result = E.Select(test, candidates[k], result, span=span)
         return result
+
+    def literal_entry(self, value: Vec, indices, node):
+        """The flat position of ``m[r, c]`` with literal ``r`` and ``c``, else None."""
+        if not all(isinstance(i, E.Const) for i in indices):
+            return None
+        (r, c), (rows, cols) = (i.value for i in indices), value.shape
+        if not (isinstance(r, int) and isinstance(c, int) and 0 <= r < rows
+                and 0 <= c < cols):
+            raise self.scope.error(IndexError, f"entry [{r}, {c}] out of range for a "
+                                   f"{value.describe()}", node)
+        return r * cols + c
 
     def assign_component(self, target: ast.expr, value, node) -> list:
         """``v.x = s``, ``v[k] = s``, ``m[r, c] = s`` for a vector local ``v``, and
@@ -234,11 +246,13 @@ class VectorLowering:
         if not isinstance(lhs, Vec) and not isinstance(rhs, Vec):
             return kind(lhs, rhs, span=span)
         if kind not in _ELEMENTWISE:
-            raise self.vector_error(f"operator {kind.__name__} on a vector or matrix", node)
+            raise self.vector_error(f"operator {_SYMBOLS.get(kind, kind.__name__)} on a "
+                                    f"vector or matrix", node)
         if isinstance(lhs, Vec) and isinstance(rhs, Vec):
             if lhs.shape != rhs.shape:
-                raise self.vector_error(f"{kind.__name__} of a {lhs.describe()} and a "
-                                        f"{rhs.describe()}", node)
+                raise self.vector_error(f"the operands of {_SYMBOLS[kind]} have different "
+                                        f"shapes: a {lhs.describe()} and a {rhs.describe()}",
+                                        node)
             return lhs.like(kind(a, b, span=span) for a, b in zip(lhs.comps, rhs.comps))
         if isinstance(lhs, Vec):
             b = self.captured(rhs, "scalar")
@@ -352,6 +366,9 @@ class VectorLowering:
 
 
 _ELEMENTWISE = (E.Add, E.Sub, E.Mul, E.TrueDiv, E.FloorDiv, E.Mod, E.Pow, E.Min, E.Max)
+_SYMBOLS = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.TrueDiv: "/", E.FloorDiv: "//",
+            E.Mod: "%", E.Pow: "**", E.Min: "min()", E.Max: "max()", E.LShift: "<<",
+            E.RShift: ">>", E.BitAnd: "&", E.BitOr: "|", E.BitXor: "^"}
 
 
 def transposed(m: Vec) -> Vec:
@@ -371,10 +388,3 @@ def _component_index(flat: E.Expr, count: int, k: int, span) -> E.Expr:
     return scaled if k == 0 else E.Add(scaled, E.Const(k, span=span), span=span)
 
 
-def _literal_flat(indices, columns):
-    if all(isinstance(i, E.Const) for i in indices):
-        r, c = indices[0].value, indices[1].value
-        if isinstance(r, int) and isinstance(c, int) and 0 <= c < columns:
-            return r * columns + c
-        return -1
-    return None

@@ -1,0 +1,318 @@
+"""Issue #8: ``@tack.device_class`` instances passed to kernels (docs/language.md,
+"Device classes").
+
+Each row of the attribute table is checked against NumPy (class constants,
+shadowing instance numbers, run-time scalars, instance arrays, methods that
+call methods and return early), then what keys the compiled variants (there
+is no public count of compiled variants, so ``kernel._variants`` is read where
+the docs promise that something does or does not recompile), classes of one
+name, garbage collection, and the ``ValueError`` rows, which must leave every
+array untouched. f32 results: rtol=1e-5, atol=1e-5.
+"""
+
+import gc
+import re
+
+import numpy as np
+import pytest
+
+import tack
+
+SIZES = [0, 1, 7, 33]
+F32 = dict(rtol=1e-5, atol=1e-5)
+
+
+@tack.device_class
+class Spring:
+    k = 2.0                          # class constant
+    offset = 1                       # class constant (int)
+
+    def __init__(self, rest, anchors):
+        self.rest = rest             # run-time scalar
+        self.anchors = anchors       # instance array
+        self._hidden = 1.0
+        self.label = "spring"
+
+    def plain(self, x):
+        return x
+
+    @tack.func
+    def stretch(self, x, i):
+        return x - self.anchors[i] - self.rest
+
+    @tack.func
+    def force(self, x, i):
+        d = self.stretch(x, i)                   # a method calling a method
+        if d > 3.0:                              # early returns
+            return -self.k * 3.0 + self.offset
+        if d < -3.0:
+            return self.k * 3.0 + self.offset
+        return -self.k * d + self.offset
+
+
+@tack.kernel
+def apply(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring.force(x[i], i)
+
+
+def spring_ref(x, anchors, rest, k, offset):
+    d = (x - anchors - np.float32(rest)).astype(np.float32)
+    k = np.float32(k)
+    return np.where(d > 3, -k * 3 + offset, np.where(d < -3, k * 3 + offset, -k * d + offset))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_constants_scalars_arrays_and_methods(n, rng):
+    x, anchors = rng.floats(n, low=-6, high=6), rng.floats(n)
+    rest = float(rng.gen.uniform(-1, 1))
+    spring = Spring(rest, tack.array(anchors))
+    f = tack.zeros(n)
+    apply(spring, tack.array(x), f)
+    np.testing.assert_allclose(f.numpy(), spring_ref(x, anchors, rest, 2.0, 1), **F32,
+                               err_msg=f"seed={rng.seed} rest={rest}")
+
+
+@tack.kernel
+def apply_twice(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring.force(x[i], i) + spring.rest * spring.k
+
+
+def test_changes_between_calls_recompile_only_for_constants(rng):
+    n = 9
+    x, anchors = rng.floats(n, low=-6, high=6), rng.floats(n)
+    xa, f = tack.array(x), tack.zeros(n)
+    spring = Spring(0.25, tack.array(anchors))
+    msg = f"seed={rng.seed}"
+
+    def check(rest, k, offset=1):
+        apply_twice(spring, xa, f)
+        expected = spring_ref(x, anchors, rest, k, offset) + np.float32(rest) * np.float32(k)
+        np.testing.assert_allclose(f.numpy(), expected, **F32, err_msg=f"{msg} rest={rest} k={k}")
+        # no public count of compiled variants: the docs promise which changes compile
+        return len(apply_twice._variants)
+
+    first = check(0.25, 2.0)
+    assert check(0.25, 2.0) == first
+    spring.rest = -0.75                          # run-time scalar: same variant
+    assert check(-0.75, 2.0) == first
+    spring.k = 3.0                               # shadows the class constant: a new variant
+    assert check(-0.75, 3.0) == first + 1
+    spring.k = 2.0                               # the class's value again: compiled before
+    assert check(-0.75, 2.0) == first + 1
+    del spring.k                                 # the class constant itself
+    assert check(-0.75, 2.0) == first + 1
+    spring.anchors = tack.array(rng.floats(n))   # a new array of the same dtype and rank
+    anchors = spring.anchors.numpy()
+    assert check(-0.75, 2.0) == first + 1
+    spring.offset = 4                            # an int constant shadowed
+    assert check(-0.75, 2.0, 4) == first + 2
+
+
+def test_a_class_constant_is_a_literal(rng):
+    n = 5
+    x, anchors = rng.floats(n, low=-6, high=6), rng.floats(n)
+    spring = Spring(0.5, tack.array(anchors))
+    spring.k = 1.5
+    source = tack.inspect(apply, spring, tack.array(x), tack.zeros(n), mode="ir")
+    assert "1.5" in source, source
+    f = tack.zeros(n)
+    apply(spring, tack.array(x), f)
+    np.testing.assert_allclose(f.numpy(), spring_ref(x, anchors, 0.5, 1.5, 1), **F32,
+                               err_msg=f"seed={rng.seed}")
+
+
+# -- two classes named alike; garbage collection ---------------------------------------------
+
+def make_scaler(factor):
+    @tack.device_class
+    class Scaler:
+        scale = factor
+
+        @tack.func
+        def apply(self, x):
+            return x * self.scale
+
+    return Scaler
+
+
+def make_shifter():
+    @tack.device_class
+    class Scaler:               # the same name, another class
+        def __init__(self):
+            self.scale = 10.0
+
+        @tack.func
+        def apply(self, x):
+            return x + self.scale
+
+    return Scaler
+
+
+@tack.kernel
+def use_scaler(s, x, out):
+    for i in range(len(x)):
+        out[i] = s.apply(x[i])
+
+
+def test_two_classes_with_one_name_do_not_share_variants(rng):
+    n = 7
+    x = rng.floats(n)
+    xa, out = tack.array(x), tack.zeros(n)
+    use_scaler(make_scaler(3.0)(), xa, out)
+    np.testing.assert_allclose(out.numpy(), x * 3, **F32, err_msg=f"seed={rng.seed}")
+    use_scaler(make_shifter()(), xa, out)
+    np.testing.assert_allclose(out.numpy(), x + 10, **F32, err_msg=f"seed={rng.seed}")
+    use_scaler(make_scaler(-2.0)(), xa, out)
+    np.testing.assert_allclose(out.numpy(), x * -2, **F32, err_msg=f"seed={rng.seed}")
+
+
+@tack.kernel
+def use_collected(s, x, out):
+    for i in range(len(x)):
+        out[i] = s.apply(x[i])
+
+
+def test_a_collected_class_drops_its_variants(rng):
+    x = rng.floats(4)
+    out = tack.zeros(4)
+    cls = make_scaler(5.0)
+    use_collected(cls(), tack.array(x), out)
+    np.testing.assert_allclose(out.numpy(), x * 5, **F32, err_msg=f"seed={rng.seed}")
+    # internal tables: there is no public view of compiled variants
+    assert len(use_collected._variants) == 1
+    assert len(use_collected._templates) == 1
+    del cls
+    gc.collect()
+    assert len(use_collected._variants) == 0
+    assert len(use_collected._templates) == 0
+    use_collected(make_shifter()(), tack.array(x), out)
+    np.testing.assert_allclose(out.numpy(), x + 10, **F32, err_msg=f"seed={rng.seed}")
+
+
+# -- vectors through a device class ------------------------------------------------------------
+
+@tack.device_class
+class Frame:
+    def __init__(self, origin, axes):
+        self.origin = origin         # a vec3 array
+        self.axes = axes             # a mat33 array
+
+    @tack.func
+    def to_local(self, p, i):
+        return self.axes[i] @ (p - self.origin[i])
+
+
+@tack.kernel
+def use_frame(frame, p, out):
+    for i in range(len(p)):
+        out[i] = frame.to_local(p[i], i)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_vector_arrays_and_values_in_a_device_class(n, rng):
+    p = rng.gen.uniform(-4, 4, (n, 3)).astype(np.float32)
+    origin = rng.gen.uniform(-4, 4, (n, 3)).astype(np.float32)
+    axes = rng.gen.uniform(-1, 1, (n, 3, 3)).astype(np.float32)
+    frame = Frame(tack.array(origin, dtype=tack.vec3()), tack.array(axes, dtype=tack.mat33()))
+    out = tack.zeros(n, tack.vec3())
+    use_frame(frame, tack.array(p, dtype=tack.vec3()), out)
+    np.testing.assert_allclose(out.numpy(), np.einsum("nij,nj->ni", axes, p - origin),
+                               rtol=1e-5, atol=1e-4, err_msg=f"seed={rng.seed}")
+
+
+# -- errors: ValueError at the first call, before anything runs ------------------------------
+
+@tack.kernel
+def e_plain_method(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring.plain(x[i])
+
+
+@tack.kernel
+def e_method_value(spring, x, f):
+    for i in range(len(x)):
+        m = spring.force
+        f[i] = x[i]
+
+
+@tack.kernel
+def e_private(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring._hidden
+
+
+@tack.kernel
+def e_missing(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring.nothing
+
+
+@tack.kernel
+def e_string(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring.label
+
+
+ERRORS = [
+    (e_plain_method, "Kernel 'e_plain_method': 'spring.plain()' is not a @tack.func method of "
+                     "device class 'Spring' at line 4, column 16"),
+    (e_method_value, "Kernel 'e_method_value': method 'spring.force' of device class 'Spring' "
+                     "used as a value (call it) at line 4, column 13"),
+    (e_private, "Kernel 'e_private': 'spring._hidden': private attributes of device class "
+                "'Spring' are not visible in kernels at line 4, column 16"),
+    (e_missing, "Kernel 'e_missing': 'spring.nothing' is not a number or array attribute of "
+                "this device class 'Spring' instance at line 4, column 16"),
+    (e_string, "Kernel 'e_string': 'spring.label' of device class 'Spring' is a str; kernels "
+               "take numbers and arrays at line 4, column 16"),
+]
+
+
+@pytest.mark.parametrize("kernel, message", ERRORS, ids=[e[0].name for e in ERRORS])
+def test_errors_are_value_errors_before_anything_runs(kernel, message, rng):
+    x = rng.floats(5)
+    f = tack.full(5, 7.0)
+    anchors = tack.array(rng.floats(5))
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        kernel(Spring(0.5, anchors), tack.array(x), f)
+    np.testing.assert_array_equal(f.numpy(), np.full(5, 7.0, np.float32))
+
+
+def test_an_attribute_that_becomes_unusable_is_an_error_at_that_call(rng):
+    n = 5
+    x = rng.floats(n)
+    f = tack.zeros(n)
+    spring = Spring(0.5, tack.array(rng.floats(n)))
+    apply(spring, tack.array(x), f)
+    before = f.numpy().copy()
+    spring.rest = "far"
+    message = ("Kernel 'apply': 'spring.rest' of device class 'Spring' is a str; kernels take "
+               "numbers and arrays in method 'stretch' at line 3, column 34")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        apply(spring, tack.array(x + 1), f)
+    np.testing.assert_array_equal(f.numpy(), before, err_msg=f"seed={rng.seed}")
+
+
+@tack.kernel
+def apply_past_end(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring.force(x[i], i + 1)
+
+
+def test_debug_mode_checks_a_device_class_array(rng):
+    n = 6
+    x = tack.array(rng.floats(n))
+    spring = Spring(0.5, tack.array(rng.floats(n)))
+    f = tack.zeros(n)
+    tack.set_debug(True)
+    try:
+        if tack.get_default_device().type != "cpu":
+            with pytest.raises(RuntimeError, match="debug mode \\(bounds checks\\) is not built"):
+                apply(spring, x, f)
+            return
+        apply(spring, x, f)                       # in bounds: runs
+        with pytest.raises(IndexError, match=re.escape("index 6 is out of bounds (extent 6)")):
+            apply_past_end(spring, x, f)
+    finally:
+        tack.set_debug(False)
