@@ -1,5 +1,6 @@
 """tack.algorithms against NumPy: scans, reductions, radix sort, histogram."""
 
+import re
 import secrets
 
 import numpy as np
@@ -125,3 +126,27 @@ def test_histogram_out_must_match_the_bins():
         A.histogram(keys, 4, out=tack.zeros(4, tack.f32))
     counts = A.histogram(keys, 2, out=tack.full(2, 5, tack.i32))
     np.testing.assert_array_equal(counts.numpy(), [6, 7])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1001])
+def test_radix_sort_carries_vector_values(n):
+    rng = np.random.default_rng(SEED)
+    keys = rng.integers(0, 50, n).astype(np.int64)
+    values = rng.standard_normal((n, 3)).astype(np.float32)
+    sorted_keys, sorted_values = A.radix_sort_pairs(
+        tack.array(keys), tack.array(values, dtype=tack.vec3()))
+    order = np.argsort(keys, kind="stable")
+    assert sorted_values.dtype == tack.vec3()
+    np.testing.assert_array_equal(sorted_keys.numpy(), keys[order], err_msg=f"seed {SEED}")
+    np.testing.assert_array_equal(sorted_values.numpy(), values[order], err_msg=f"seed {SEED}")
+
+
+@pytest.mark.parametrize("call, name", [(A.inclusive_scan, "inclusive_scan"),
+                                        (A.exclusive_scan, "exclusive_scan"),
+                                        (A.sum, "sum"), (A.min, "min"), (A.max, "max")])
+def test_scans_and_reductions_refuse_vector_elements(call, name):
+    v = tack.zeros(4, tack.vec3())
+    message = (f"{name}() takes an array of scalars for values, not of vec3(f32) elements "
+               f"(use one array per component)")
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        call(v)

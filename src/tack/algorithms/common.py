@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import types as T
 from ..runtime.array import Array
 
 CHUNK = 1 << 16  # elements per chunk: fixed, so results never depend on threads
@@ -11,10 +12,15 @@ def chunks_of(n: int, chunk: int = CHUNK) -> int:
     return max(1, -(-n // chunk))
 
 
-def require_array(name: str, what: str, value) -> Array:
+def require_array(name: str, what: str, value, elements: bool = False) -> Array:
+    """``value`` if it is a tack.Array (of scalars, unless ``elements`` allows
+    vector and matrix elements too), else ``TypeError``."""
     if not isinstance(value, Array):
         raise TypeError(f"{name}() takes a tack.Array for {what}, not "
                         f"{type(value).__name__}")
+    if not elements and isinstance(value.dtype, T.CompositeType):
+        raise TypeError(f"{name}() takes an array of scalars for {what}, not of "
+                        f"{value.dtype} elements (use one array per component)")
     return value
 
 

@@ -72,7 +72,8 @@ def radix_sort_pairs(keys, values):
     """
     name = "radix_sort_pairs"
     keys = require_1d(name, "keys", require_array(name, "keys", keys))
-    values = require_1d(name, "values", require_array(name, "values", values))
+    values = require_1d(name, "values", require_array(name, "values", values,
+                                                      elements=True))
     if keys.dtype not in _KEY_TYPES:
         raise TypeError(f"{name}() takes i32, u32, i64 or u64 keys, not {keys.dtype}")
     if values.size != keys.size:
