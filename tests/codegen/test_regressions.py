@@ -265,3 +265,31 @@ def test_argument_rank_and_kind_errors():
         scalar_use(tack.zeros(3, dtype=tack.f32), out)
     scalar_use(2.5, out)
     np.testing.assert_array_equal(out.numpy(), np.full(3, 3.5, np.float32))
+
+
+@tack.kernel
+def reciprocal_of_scalar(out, v):
+    for i in range(len(out)):
+        out[i] = 1.0 / v
+
+
+def test_a_negative_zero_scalar_after_a_positive_one_is_passed_as_itself():
+    # OpenCL reused the previous launch's scalars when equal, and 0.0 == -0.0.
+    out = tack.zeros(3, tack.f32)
+    reciprocal_of_scalar(out, 0.0)
+    assert (out.numpy() == np.inf).all()
+    reciprocal_of_scalar(out, -0.0)
+    assert (out.numpy() == -np.inf).all()
+
+
+@tack.kernel
+def mark_corner(out):
+    for i, j in tack.ndindex(out.shape[0] - 5, out.shape[1] - 5):
+        out[0, 0] = 7.0
+
+
+def test_two_negative_extents_launch_nothing():
+    # Their product is positive: OpenCL used to launch that many iterations.
+    out = tack.zeros((2, 3), tack.f32)
+    mark_corner(out)
+    assert out.numpy().sum() == 0.0

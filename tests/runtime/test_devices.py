@@ -88,8 +88,11 @@ def test_option_not_in_device_options_raises_value_error(options, named):
 @pytest.mark.parametrize("spec", OTHER_TYPES + ("cuda:1", "level_zero:0"))
 def test_backend_not_in_this_build_cannot_start(spec):
     type_ = spec.partition(":")[0]
-    with pytest.raises(RuntimeError, match=re.escape(
-            f"Cannot start the '{type_}' device: ")):
+    if type_ == "cuda" and tack.device_count("cuda"):
+        pytest.skip("a CUDA device is present")
+    # "... device: <why>" for a backend not built (or a missing dependency);
+    # "... device on Linux. <why>" for a built one without a driver (CUDA here).
+    with pytest.raises(RuntimeError, match=re.escape(f"Cannot start the '{type_}' device")):
         tack.device(spec)
 
 

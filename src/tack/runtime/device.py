@@ -18,9 +18,10 @@ NUMBERED_TYPES = ("cuda", "hip", "level_zero", "opencl")
 _INSTALL = {
     "opencl": "Install it with: pip install pyopencl (and an OpenCL driver, such as "
               "Debian's pocl-opencl-icd for CPUs).",
+    "cuda": "Install it with: pip install cuda-python nvidia-cuda-nvrtc (and an NVIDIA "
+            "GPU driver).",
 }
 _PENDING = {
-    "cuda": "the CUDA backend",
     "hip": "the HIP backend",
     "level_zero": "the Level Zero backend",
     "metal": "the Metal backend",
@@ -106,6 +107,15 @@ def _backend_class(type_: str):
             raise RuntimeError(f"Cannot start the 'opencl' device: missing dependency. "
                                f"({exc}) {_INSTALL['opencl']}") from exc
         return OpenCLBackend
+    if type_ == "cuda":
+        try:
+            from .cuda.backend import CUDABackend
+            from .cuda.driver import load
+            load()
+        except ImportError as exc:
+            raise RuntimeError(f"Cannot start the 'cuda' device: missing dependency. "
+                               f"({exc}) {_INSTALL['cuda']}") from exc
+        return CUDABackend
     raise RuntimeError(
         f"Cannot start the '{type_}' device: {_PENDING[type_]} is not part of this "
         f"build of Tack yet. Use tack.device('cpu') (the default).")
@@ -143,6 +153,9 @@ def device(spec="cpu", **options) -> Device:
         raise TypeError(f"a device is a Device or a string such as 'cpu' or 'cuda:0', "
                         f"not {type(spec).__name__}")
     type_, index = _parse(spec)
+    if index is None and type_ in NUMBERED_TYPES:
+        # A bare "cuda" is the thread's current device (the backend says which).
+        index = getattr(_backend_class(type_), "current_index", lambda: 0)()
     if options:
         made = _make(type_, index, options)
         with _lock:
@@ -174,6 +187,9 @@ def device_count(type_: str) -> int:
             return len(all_devices())
         except Exception:  # no driver: nothing to count
             return 0
+    if type_ == "cuda":
+        from .cuda.driver import device_count as cuda_devices
+        return cuda_devices()  # 0 without a driver or a GPU; never raises
     return 1
 
 

@@ -88,7 +88,14 @@ _exports_lock = threading.Lock()
 
 
 def device_of(array: Array):
-    return (array.device.backend.dlpack_device_type, 0)
+    backend = array.device.backend
+    return (backend.dlpack_device_type, getattr(backend, "index", 0))
+
+
+def _wraps_device_memory(backend) -> bool:
+    """True for a backend whose buffers are device pointers another library can
+    use (CUDA): it exports them and wraps imported ones (``backend.wrap``)."""
+    return hasattr(backend, "wrap") and backend.dlpack_device_type != KDL_CPU
 
 
 def _dl_dtype(dtype: T.ScalarType) -> DLDataType:
@@ -105,7 +112,7 @@ def _fill_tensor(tensor: DLTensor, array: Array, shape):
     # A vector or matrix array exports its scalar storage: storage_shape of
     # scalar_dtype (DLPack lanes describe SIMD types, not array components).
     tensor.data = array._ptr
-    tensor.device = DLDevice(array.device.backend.dlpack_device_type, 0)
+    tensor.device = DLDevice(*device_of(array))
     tensor.ndim = len(array.storage_shape)
     tensor.dtype = _dl_dtype(array.scalar_dtype)
     tensor.shape = shape
@@ -134,10 +141,14 @@ def export(array: Array, max_version=None, copy=None):
     if copy:
         raise BufferError("Tack exports DLPack tensors without copying; copy=True is "
                           "not supported")
-    if array.device.backend.memory_domain != "host":
+    backend = array.device.backend
+    if backend.memory_domain != "host" and not _wraps_device_memory(backend):
         raise BufferError(f"arrays on {array.device} cannot be exported through DLPack: "
-                          f"{array.device.backend.dlpack_refusal_note}")
-    array.device.backend.synchronize()
+                          f"{backend.dlpack_refusal_note}")
+    if backend.memory_domain == "host":
+        backend.synchronize()
+    else:   # the consumer may use it at once: later launches on it complete first
+        array._buffer.share()
     storage = array.storage_shape
     shape = (ctypes.c_int64 * max(1, len(storage)))(*storage)
     versioned = max_version is not None and tuple(max_version) >= (1, 0)
@@ -237,7 +248,7 @@ def _check(tensor: DLTensor) -> tuple:
     return device_type, dtype, shape
 
 
-def _target_device(device_type, device):
+def _target_device(device_type, device, device_id: int = 0):
     """The device an import belongs to (spec: the default when it can wrap the
     tensor, else the tensor's own)."""
     from .creation import _resolve_device
@@ -248,11 +259,20 @@ def _target_device(device_type, device):
         dev = _resolve_device(None)
         if device_type in _HOST_DEVICES and dev.backend.dlpack_device_type != KDL_CPU:
             dev = resolve("cpu")
+        elif device_type == KDL_CUDA and device_of_backend(dev.backend) != (
+                KDL_CUDA, device_id):
+            dev = resolve(f"cuda:{device_id}")
+    if device_type == KDL_CUDA and device_of_backend(dev.backend) == (KDL_CUDA, device_id):
+        return dev
     if device_type not in _HOST_DEVICES or dev.backend.dlpack_device_type != KDL_CPU:
         note = dev.backend.dlpack_refusal_note
         raise RuntimeError(f"{dev.backend.class_name} cannot wrap a DLPack tensor of "
                            f"device type {device_type}" + (f": {note}" if note else ""))
     return dev
+
+
+def device_of_backend(backend) -> tuple:
+    return (backend.dlpack_device_type, getattr(backend, "index", 0))
 
 
 def from_dlpack(source, *, device=None, copy=False) -> Array:
@@ -265,7 +285,7 @@ def from_dlpack(source, *, device=None, copy=False) -> Array:
     address, managed, read_only, name = _open(capsule)
     tensor = managed.dl_tensor
     device_type, dtype, shape = _check(tensor)
-    dev = _target_device(device_type, device)
+    dev = _target_device(device_type, device, tensor.device.device_id)
     data = (tensor.data or 0) + tensor.byte_offset
     _api.PyCapsule_SetName(capsule, _USED[name])
     deleter = managed.deleter
@@ -273,5 +293,8 @@ def from_dlpack(source, *, device=None, copy=False) -> Array:
     nbytes = dtype.itemsize
     for extent in shape:
         nbytes *= extent
-    buffer = ExternalBuffer(data, nbytes, hold)
+    if dev.backend.memory_domain == "host":
+        buffer = ExternalBuffer(data, nbytes, hold)
+    else:   # device memory (kDLCUDA): the backend wraps it, and shares it from now on
+        buffer = dev.backend.wrap(data, nbytes, hold)
     return Array(buffer, shape, dtype, dev, writable=not read_only)

@@ -34,8 +34,9 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
     read-only unless ``writable=True``.
     """
     dev = _resolve_device(device)
-    if dev.backend.memory_domain != "host":
-        raise TypeError(f"array_from_ptr() on the {dev.backend.class_name} wraps no "
+    backend = dev.backend
+    if backend.memory_domain != "host" and not hasattr(backend, "wrap"):
+        raise TypeError(f"array_from_ptr() on the {backend.class_name} wraps no "
                         f"pointers: its buffers have no address Tack can use. Copy the "
                         f"values instead: tack.array(values, device='{dev}')")
     dims = _shape(shape)
@@ -44,7 +45,15 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
     nbytes = math.prod(dims) * dt.itemsize
     if address == 0 and nbytes:
         raise ValueError("array_from_ptr() was given a null pointer")
-    buffer = ExternalBuffer(address, nbytes, owner)
+    if backend.memory_domain == "host":
+        buffer = ExternalBuffer(address, nbytes, owner)
+    else:   # a device pointer (CUDA): it must be memory this device can use
+        space = backend.memory_space(address)
+        if space not in backend.device_memory_spaces:
+            raise ValueError(f"array_from_ptr() on {dev} takes device memory "
+                             f"({', '.join(backend.device_memory_spaces)}), but the "
+                             f"pointer is {space} memory")
+        buffer = backend.wrap(address, nbytes, owner)
     return Array(buffer, dims, dt, dev, writable=bool(writable))
 
 

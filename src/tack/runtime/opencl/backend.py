@@ -177,9 +177,9 @@ class OpenCLBackend(Backend):
         def launch(args, extents):
             total = 1
             for e in extents:
+                if e <= 0:   # no iterations (two negative extents multiply to > 0)
+                    return
                 total *= e
-            if total <= 0:
-                return
             if program.full_workgroups and total % WORKGROUP:
                 raise ValueError(f"Kernel '{name}' uses workgroup collectives (barriers, "
                                  f"shared memory or block reductions), so its launch "
@@ -189,16 +189,17 @@ class OpenCLBackend(Backend):
                 raise ValueError(f"a launch of {total} iterations is larger than one "
                                  f"OpenCL grid can index ({MAX_LAUNCH})")
             scalars = tuple(args[arg] for arg, _, _ in info.slots)
+            marker = tuple(map(repr, scalars))   # 0.0 == -0.0, but their bits differ
             arrays = [a._buffer.mem for a in args if hasattr(a, "_buffer")]
             size = -(-total // WORKGROUP) * WORKGROUP
             with program.lock:
-                if scalars != last[0]:  # the pack buffers already hold equal values
+                if marker != last[0]:  # the pack buffers already hold these values
                     hosts = [np.empty(n, d) for n, d in zip(counts, dtypes)]
                     for (arg, buffer, slot), value in zip(info.slots, scalars):
                         hosts[buffer][slot] = value
                     for mem, host in zip(packs, hosts):
                         cl.enqueue_copy(queue, mem, host, is_blocking=False)
-                    last[0] = scalars
+                    last[0] = marker
                 kernel.set_args(*arrays, *packs, np.int64(total),
                                 *[np.int64(e) for e in extents[1:]])
                 cl.enqueue_nd_range_kernel(queue, kernel, (size,), (WORKGROUP,))

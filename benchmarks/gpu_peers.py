@@ -1,0 +1,261 @@
+"""Tack's CUDA backend next to CuPy (and Warp, if installed) on one NVIDIA GPU.
+
+Prints, for each library (medians):
+
+* warm launch: microseconds per call of a one-element kernel, 1,000 calls
+  per batch, the stream drained once per batch;
+* saxpy (``y = a * x + y``) on 256M f32 in GB/s (12 bytes per element), next
+  to the device-to-device copy bandwidth measured on the same device
+  (``cuMemcpyDtoDAsync`` of 1 GiB, counted as read + write);
+* cold compile: the first call of a small kernel in a fresh process, with
+  every compile cache off or empty.
+
+Ratios come last. Targets on an H200-class GPU: warm launch <= 5 us; saxpy
+>= 90% of the copy bandwidth. Without a GPU it says so and exits 0.
+
+    PYTHONPATH=src python benchmarks/gpu_peers.py [--quick]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import tack
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@tack.kernel
+def bump(a):
+    for i in range(len(a)):
+        a[i] = a[i] + 1.0
+
+
+@tack.kernel
+def saxpy(x, y, a):
+    for i in range(len(x)):
+        y[i] = a * x[i] + y[i]
+
+
+CUPY_SOURCE = r"""
+extern "C" __global__ void bump(float* a, long long n) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) a[i] = a[i] + 1.0f;
+}
+extern "C" __global__ void saxpy(const float* x, float* y, float a, long long n) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def per_call(run, sync, calls: int, repeats: int) -> float:
+    """Median seconds per call over ``repeats`` batches of ``calls``."""
+    run()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        sync()
+        times.append((time.perf_counter() - start) / calls)
+    return statistics.median(times)
+
+
+def copy_bandwidth(dev, nbytes: int, repeats: int) -> float:
+    """GB/s of a device-to-device copy on Tack's stream (read + write bytes)."""
+    backend = dev.backend
+    driver = backend.driver
+    src, dst = backend.allocate(nbytes), backend.allocate(nbytes)
+
+    def run():
+        code, = driver.cuMemcpyDtoDAsync(dst.address, src.address, nbytes, backend.stream)
+        assert code == 0, code
+    return 2 * nbytes / per_call(run, dev.synchronize, 3, repeats) / 1e9
+
+
+def tack_side(n: int, calls: int, repeats: int) -> dict:
+    dev = tack.device("cuda:0")
+    one = tack.zeros(1, device=dev)
+    launch = per_call(lambda: bump(one), dev.synchronize, calls, repeats)
+    x, y = tack.ones(n, device=dev), tack.ones(n, device=dev)
+    seconds = per_call(lambda: saxpy(x, y, 2.0), dev.synchronize, 3, repeats)
+    assert y[n - 1] == y[0], "Tack's saxpy gave uneven results"
+    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9}
+
+
+def cupy_side(n: int, calls: int, repeats: int):
+    try:
+        import cupy as cp
+    except ImportError:
+        return None
+    module = cp.RawModule(code=CUPY_SOURCE, options=("--fmad=false",))
+    bump_k, saxpy_k = module.get_function("bump"), module.get_function("saxpy")
+    one = cp.zeros(1, cp.float32)
+    sync = cp.cuda.get_current_stream().synchronize
+    launch = per_call(lambda: bump_k((1,), (256,), (one, cp.int64(1))), sync, calls,
+                      repeats)
+    x, y = cp.ones(n, cp.float32), cp.ones(n, cp.float32)
+    blocks = (-(-n // 256),)
+    seconds = per_call(lambda: saxpy_k(blocks, (256,), (x, y, cp.float32(2.0),
+                                                        cp.int64(n))), sync, 3, repeats)
+    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "version": cp.__version__}
+
+
+def warp_side(n: int, calls: int, repeats: int):
+    try:
+        import warp as wp
+    except ImportError:
+        return None
+    wp.config.quiet = True
+    wp.init()
+
+    @wp.kernel
+    def wbump(a: wp.array(dtype=wp.float32)):
+        i = wp.tid()
+        a[i] = a[i] + 1.0
+
+    @wp.kernel
+    def wsaxpy(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32), a: float):
+        i = wp.tid()
+        y[i] = a * x[i] + y[i]
+
+    one = wp.zeros(1, dtype=wp.float32, device="cuda:0")
+    sync = wp.synchronize_device
+    launch = per_call(lambda: wp.launch(wbump, dim=1, inputs=[one], device="cuda:0"),
+                      lambda: sync("cuda:0"), calls, repeats)
+    x = wp.ones(n, dtype=wp.float32, device="cuda:0")
+    y = wp.ones(n, dtype=wp.float32, device="cuda:0")
+    seconds = per_call(lambda: wp.launch(wsaxpy, dim=n, inputs=[x, y, 2.0],
+                                         device="cuda:0"), lambda: sync("cuda:0"), 3,
+                       repeats)
+    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "version": wp.__version__}
+
+
+COLD = {
+    "tack": """
+import time, tack
+@tack.kernel
+def cold_k{tag}(x, y, a):
+    for i in range(len(x)):
+        y[i] = a * x[i] + y[i] * {tag}.0
+dev = tack.device("cuda:0")
+x, y = tack.ones(1000, device=dev), tack.ones(1000, device=dev)
+start = time.perf_counter()
+cold_k{tag}(x, y, 2.0)
+dev.synchronize()
+print(time.perf_counter() - start)
+""",
+    "cupy": """
+import time, cupy as cp
+x, y = cp.ones(1000, cp.float32), cp.ones(1000, cp.float32)
+cp.cuda.get_current_stream().synchronize()
+start = time.perf_counter()
+k = cp.RawKernel(r'''extern "C" __global__ void cold_k{tag}(const float* x, float* y,
+  float a, long long n) {{ long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i] * {tag}.0f; }}''', "cold_k{tag}")
+k((4,), (256,), (x, y, cp.float32(2.0), cp.int64(1000)))
+cp.cuda.get_current_stream().synchronize()
+print(time.perf_counter() - start)
+""",
+    "warp": """
+import time, warp as wp
+wp.config.quiet = True
+wp.init()
+x = wp.ones(1000, dtype=wp.float32, device="cuda:0")
+y = wp.ones(1000, dtype=wp.float32, device="cuda:0")
+wp.synchronize_device("cuda:0")
+start = time.perf_counter()
+@wp.kernel
+def cold_k{tag}(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32), a: float):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i] * {tag}.0
+wp.launch(cold_k{tag}, dim=1000, inputs=[x, y, 2.0], device="cuda:0")
+wp.synchronize_device("cuda:0")
+print(time.perf_counter() - start)
+""",
+}
+
+
+def cold_compile(lib: str, repeats: int):
+    """Median seconds of a first call in a fresh process, caches empty (None
+    when the library is missing)."""
+    times = []
+    for k in range(repeats):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, TACK_CACHE="off", CUPY_CACHE_DIR=cache,
+                       WARP_CACHE_PATH=cache, CUDA_CACHE_DISABLE="1",
+                       PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep +
+                       os.environ.get("PYTHONPATH", ""))
+            with open(os.path.join(cache, "cold.py"), "w") as f:
+                f.write(COLD[lib].format(tag=k + 2))
+            done = subprocess.run([sys.executable, os.path.join(cache, "cold.py")],
+                                  capture_output=True, text=True, env=env, timeout=120)
+        if done.returncode:
+            if "No module named" in done.stderr:
+                return None
+            raise RuntimeError(f"cold compile with {lib} failed:\n{done.stderr[-2000:]}")
+        times.append(float(done.stdout.split()[-1]))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="64M elements, fewer repeats")
+    args = parser.parse_args()
+    if not tack.device_count("cuda"):
+        print("SKIP: no CUDA device: this benchmark needs an NVIDIA GPU, its driver, "
+              "cuda-python and nvidia-cuda-nvrtc")
+        return
+    n = (64 if args.quick else 256) << 20
+    calls, repeats, cold_repeats = (300, 5, 1) if args.quick else (1000, 15, 3)
+    dev = tack.device("cuda:0")
+    print(f"device: {dev}: {dev.backend.device_name}; saxpy on {n >> 20}M f32")
+    copy = copy_bandwidth(dev, 1 << 30, repeats)
+    results = {"Tack": tack_side(n, calls, repeats)}
+    for name, side in (("CuPy", cupy_side), ("Warp", warp_side)):
+        found = side(n, calls, repeats)
+        if found is not None:
+            results[name] = found
+    for name, lib in (("Tack", "tack"), ("CuPy", "cupy"), ("Warp", "warp")):
+        if name in results:
+            results[name]["cold"] = cold_compile(lib, cold_repeats)
+    names = list(results)
+    print(f"\n{'':34}" + "".join(f"{name:>12}" for name in names))
+    print(f"{'warm launch, 1 element (us)':34}" +
+          "".join(f"{results[k]['launch'] * 1e6:12.2f}" for k in names))
+    print(f"{'saxpy (GB/s)':34}" + "".join(f"{results[k]['saxpy']:12.1f}" for k in names))
+    print(f"{'saxpy / copy bandwidth':34}" +
+          "".join(f"{results[k]['saxpy'] / copy:12.1%}" for k in names))
+    print(f"{'cold compile (ms)':34}" + "".join(
+        f"{results[k]['cold'] * 1e3:12.0f}" if results[k].get("cold") else f"{'-':>12}"
+        for k in names))
+    print(f"device-to-device copy: {copy:.1f} GB/s (1 GiB, read + write)")
+    versions = ", ".join(f"{k} {results[k]['version']}" for k in names if "version" in
+                         results[k])
+    if versions:
+        print(f"versions: {versions}")
+    tack_r = results["Tack"]
+    print("\nRatios (Tack / peer; below 1.0 Tack is faster, for saxpy above 1.0)")
+    for name in names[1:]:
+        peer = results[name]
+        cold = (f", cold compile {tack_r['cold'] / peer['cold']:.2f}x"
+                if tack_r.get("cold") and peer.get("cold") else "")
+        print(f"  vs {name}: launch {tack_r['launch'] / peer['launch']:.2f}x, saxpy "
+              f"{tack_r['saxpy'] / peer['saxpy']:.2f}x{cold}")
+    print(f"  targets: warm launch {tack_r['launch'] * 1e6:.2f} us (<= 5), saxpy "
+          f"{tack_r['saxpy'] / copy:.0%} of copy bandwidth (>= 90%)")
+    print(f"FIGURE launch {tack_r['launch'] * 1e6:.2f} us, saxpy {tack_r['saxpy']:.0f} "
+          f"GB/s = {tack_r['saxpy'] / copy:.0%} of copy {copy:.0f} GB/s, cold "
+          f"{(tack_r.get('cold') or 0) * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

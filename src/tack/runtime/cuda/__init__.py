@@ -1,0 +1,1 @@
+"""The CUDA backend (cuda-python's driver bindings and NVRTC): NVIDIA GPUs."""

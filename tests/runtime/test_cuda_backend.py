@@ -1,0 +1,630 @@
+"""The CUDA backend (spec 003 "Devices", spec 000 "The backend build callback").
+
+Three parts:
+
+* start-up failures through the public API: a missing cuda-python or NVRTC
+  ("missing dependency."), no driver ("on Linux."), ``device_count`` 0;
+* the build path without a GPU: a device over a fake driver (internal:
+  ``tack.runtime.cuda.driver.modules`` and ``tack.runtime.device.Device``)
+  whose memory is host memory and whose launches are recorded, while NVRTC
+  compiles every kernel for real (sm_90 PTX and cubin); this checks the
+  generated code compiles, the kernel parameters, the pack of scalars, grids,
+  and the launch checks;
+* on a machine with an NVIDIA GPU (``tack.device_count("cuda") > 0``, skipped
+  elsewhere): kernels against NumPy, atomics, returns, workgroups, DLPack with
+  CuPy and PyTorch, ``memory_space`` and ``array_from_ptr``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import tack
+
+HAS_GPU = tack.device_count("cuda") > 0
+gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA device (needs an NVIDIA GPU, its "
+                         "driver, cuda-python and nvidia-cuda-nvrtc)")
+INSTALL = ("Install it with: pip install cuda-python nvidia-cuda-nvrtc (and an NVIDIA "
+           "GPU driver).")
+
+
+@tack.kernel
+def saxpy(x, y, a):
+    for i in range(len(x)):
+        y[i] = a * x[i] + y[i]
+
+
+@tack.kernel
+def grid_fill(out, scale, shift):
+    for i, j in tack.ndindex(out.shape[0], out.shape[1]):
+        out[i, j] = (i * 1000 + j) * scale + shift
+
+
+@tack.kernel
+def int_sum(a, out):
+    for i in range(len(a)):
+        tack.atomic_add(out, 0, a[i])
+
+
+@tack.kernel
+def extremes(a, out):
+    for i in range(len(a)):
+        tack.atomic_min(out, 0, a[i])
+        tack.atomic_max(out, 1, a[i])
+
+
+@tack.kernel
+def doubled_plus(a) -> float:
+    for i in range(len(a)):
+        a[i] = a[i] * 2.0
+    return a[0] + 0.25
+
+
+@tack.kernel
+def block_sums(x, sums):
+    for i in range(len(x)):
+        s = tack.block_sum(x[i])
+        if tack.thread_id() == 0:
+            sums[i // 256] = s
+
+
+@tack.kernel
+def printing(a):
+    for i in range(len(a)):
+        print(a[i])
+
+
+@tack.kernel
+def add_scalar(a, v):
+    for i in range(len(a)):
+        a[i] = a[i] + v
+
+
+# -- start-up failures (public API) -----------------------------------------------------
+
+MISSING = re.escape("Cannot start the 'cuda' device: missing dependency. (") + r".+" + \
+    re.escape(f") {INSTALL}")
+
+
+def test_missing_cuda_python_is_a_missing_dependency(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # import fails
+    for spec in ("cuda", "cuda:7"):
+        with pytest.raises(RuntimeError, match=f"^{MISSING}$") as info:
+            tack.device(spec)
+        assert isinstance(info.value.__cause__, ImportError)
+    assert tack.device_count("cuda") == 0
+
+
+def test_missing_nvrtc_library_is_a_missing_dependency(monkeypatch):
+    from cuda.bindings import nvrtc
+
+    def absent():
+        raise RuntimeError("libnvrtc.so.13: cannot open shared object file")
+    monkeypatch.setattr(nvrtc, "nvrtcVersion", absent)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Cannot start the 'cuda' device: missing dependency. (NVRTC cannot be "
+            "loaded: libnvrtc.so.13: cannot open shared object file) " + INSTALL)):
+        tack.device("cuda:7")
+    assert tack.device_count("cuda") == 0
+
+
+@pytest.mark.skipif(HAS_GPU, reason="this machine has a CUDA driver and GPU")
+def test_no_driver_cannot_start_on_this_platform():
+    prefix = (f"Cannot start the 'cuda' device on {platform.system()}. The CUDA driver "
+              f"(libcuda.so) cannot be loaded: ")
+    for spec in ("cuda", "cuda:0", "cuda:3"):
+        with pytest.raises(RuntimeError, match=f"^{re.escape(prefix)}.+{re.escape(INSTALL)}$"):
+            tack.device(spec)
+    with pytest.raises(RuntimeError, match=re.escape(prefix)):
+        tack.set_default_device("cuda")
+    assert tack.device_count("cuda") == 0
+
+
+def test_a_driver_without_devices_cannot_start(monkeypatch, fake):
+    fake.init_error = fake.CUresult.CUDA_ERROR_NO_DEVICE
+    with pytest.raises(RuntimeError, match="^" + re.escape(
+            f"Cannot start the 'cuda' device on {platform.system()}. The CUDA driver "
+            f"cannot start: cuInit failed with CUDA_ERROR_NO_DEVICE (fake: "
+            f"CUDA_ERROR_NO_DEVICE). {INSTALL}") + "$"):
+        tack.device("cuda:6")
+    assert tack.device_count("cuda") == 0
+
+
+# -- a fake driver: host memory, recorded launches, real NVRTC ------------------------------
+
+class FakeDriver:
+    """The calls CUDABackend makes, with cuda-python's return shapes (a tuple
+    led by CUresult). Device memory is host memory; launches are recorded with
+    their parameter values (``arity`` of them, set by the test)."""
+
+    def __init__(self):
+        from cuda.bindings import driver as real
+        self.real = real
+        for name in ("CUresult", "CUdevice_attribute", "CUpointer_attribute",
+                     "CUmemorytype", "CUstream_flags", "CUevent_flags"):
+            setattr(self, name, getattr(real, name))
+        self.ok = real.CUresult.CUDA_SUCCESS
+        self.init_error = None
+        self.sync_error = None
+        self.current = real.CUcontext(0)
+        self.memory, self.pinned, self.managed = {}, set(), set()
+        self.launches, self.pack_copies, self.images = [], [], []
+        self.retained = self.set_current = 0
+        self.arity = 0
+        self.devices = 1
+
+    def cuInit(self, flags):
+        return (self.init_error or self.ok,)
+
+    def cuGetErrorString(self, code):
+        return (self.ok, f"fake: {code.name}".encode())
+
+    def cuDeviceGetCount(self):
+        return (self.ok, self.devices)
+
+    def cuDeviceGet(self, ordinal):
+        return (self.ok, self.real.CUdevice(ordinal))
+
+    def cuCtxGetCurrent(self):
+        return (self.ok, self.current)
+
+    def cuCtxGetDevice(self):
+        return (self.ok, self.real.CUdevice(int(self.current) >> 8))
+
+    def cuCtxSetCurrent(self, context):
+        self.set_current += 1
+        self.current = context
+        return (self.ok,)
+
+    def cuDevicePrimaryCtxRetain(self, device):
+        self.retained += 1
+        return (self.ok, self.real.CUcontext((int(device) << 8) | 0xC0))
+
+    def cuDevicePrimaryCtxRelease(self, device):
+        return (self.ok,)
+
+    def cuDeviceGetAttribute(self, attribute, device):
+        values = {"CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 9,
+                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0,
+                  "CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED": 1}
+        return (self.ok, values[attribute.name])
+
+    def cuDeviceGetName(self, length, device):
+        return (self.ok, b"Fake H200\0")
+
+    def cuStreamCreate(self, flags):
+        return (self.ok, self.real.CUstream(0x5))
+
+    def cuMemAllocAsync(self, size, stream):
+        buffer = np.zeros(size, np.uint8)
+        self.memory[buffer.ctypes.data] = buffer
+        return (self.ok, self.real.CUdeviceptr(buffer.ctypes.data))
+
+    def cuMemAlloc(self, size):
+        return self.cuMemAllocAsync(size, None)
+
+    def cuMemFreeAsync(self, address, stream):
+        self.memory.pop(int(address))
+        return (self.ok,)
+
+    def cuMemcpyDtoHAsync(self, dst, src, nbytes, stream):
+        ctypes.memmove(dst, src, nbytes)
+        return (self.ok,)
+
+    def cuMemcpyHtoDAsync(self, dst, src, nbytes, stream):
+        ctypes.memmove(dst, src, nbytes)
+        if int(dst) not in self.memory or nbytes <= 64:
+            self.pack_copies.append(ctypes.string_at(src, nbytes))
+        return (self.ok,)
+
+    def cuStreamSynchronize(self, stream):
+        error, self.sync_error = self.sync_error, None
+        return (error or self.ok,)
+
+    def cuModuleLoadData(self, address):
+        self.images.append(ctypes.string_at(address, 4))
+        return (self.ok, self.real.CUmodule(0x77))
+
+    def cuModuleGetFunction(self, module, name):
+        return (self.ok, self.real.CUfunction(len(self.images)))
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        values = [ctypes.c_uint64.from_address(
+            ctypes.c_void_p.from_address(params + 8 * k).value).value
+            for k in range(self.arity)]
+        self.launches.append(((gx, gy, gz), (bx, by, bz), values))
+        return (self.ok,)
+
+    def cuPointerGetAttribute(self, attribute, address):
+        known = any(a <= address < a + b.size for a, b in self.memory.items())
+        if not (known or address in self.pinned or address in self.managed):
+            return (self.CUresult.CUDA_ERROR_INVALID_VALUE, None)
+        if attribute.name == "CU_POINTER_ATTRIBUTE_IS_MANAGED":
+            return (self.ok, address in self.managed)
+        kind = self.CUmemorytype.CU_MEMORYTYPE_HOST if address in self.pinned else \
+            self.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        return (self.ok, int(kind))
+
+    def cuEventCreate(self, flags):
+        return (self.ok, self.real.CUevent(0x9))
+
+    def cuEventRecord(self, event, stream):
+        return (self.ok,)
+
+    def cuEventSynchronize(self, event):
+        return self.cuStreamSynchronize(None)
+
+    def cuEventDestroy(self, event):
+        return (self.ok,)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    from cuda.bindings import nvrtc
+
+    from tack.runtime.cuda import driver
+    fake = FakeDriver()
+    monkeypatch.setattr(driver, "modules", lambda: (fake, nvrtc))
+    monkeypatch.setattr(driver, "_initialized", False)
+    monkeypatch.setattr(driver, "_held", set())
+    return fake
+
+
+@pytest.fixture
+def fake_device(fake):
+    from tack.runtime.cuda.backend import CUDABackend
+    from tack.runtime.device import Device
+    backend = CUDABackend(0)
+    backend.memory_domain = ("fake-cuda", 0)   # never mixed with a real cuda:0
+    return Device(backend, "cuda", 0)
+
+
+def test_the_fake_device_retains_the_primary_context_and_makes_it_current(fake,
+                                                                         fake_device):
+    backend = fake_device.backend
+    assert (fake.retained, int(fake.current)) == (1, 0xC0)
+    assert (backend.capability, backend.arch, backend.pools) == (90, "sm_90", True)
+    assert backend.memory_domain != tack.device("cpu").backend.memory_domain
+
+
+def test_a_context_current_on_the_thread_is_adopted(fake):
+    from tack.runtime.cuda.backend import CUDABackend
+    fake.current = fake.real.CUcontext(0x1AB)   # device 1's, made by another library
+    fake.devices = 2
+    backend = CUDABackend(1)
+    assert backend.context.adopted and fake.retained == 0
+    assert int(backend.context.handle) == 0x1AB
+
+
+def test_a_device_past_the_last_is_a_value_error(fake):
+    from tack.runtime.cuda.backend import CUDABackend
+    with pytest.raises(ValueError, match=re.escape("cuda:3: this machine has 1 CUDA "
+                                                   "devices")):
+        CUDABackend(3)
+
+
+def test_two_contexts_switch_around_each_operation(fake):
+    from tack.runtime.cuda.backend import CUDABackend
+    fake.devices = 2
+    first = CUDABackend(0)
+    second = CUDABackend(1)   # made while device 0's context is current: not current
+    assert int(fake.current) == 0xC0
+    before = fake.set_current
+    kept = [first.allocate(16), second.allocate(16)]
+    assert int(fake.current) == 0xC0       # each operation restored the thread's
+    assert fake.set_current == before + 2  # second switched in and back; first did not
+    assert fake.retained == 2 and len(kept) == 2
+
+
+def test_saxpy_launch_parameters_grid_and_pack(fake, fake_device, rng):
+    n = 1000
+    with fake_device:
+        x = tack.array(rng.values(tack.f32, n))
+        y = tack.zeros(n)
+        fake.arity = 4    # x, y, the f32 pack, the iteration count
+        saxpy(x, y, 2.5)
+    assert fake.images[0] == b"\x7fELF", "a cubin for sm_90 is loaded first"
+    grid, block, values = fake.launches[-1]
+    assert (grid, block) == ((4, 1, 1), (256, 1, 1))
+    assert values[:2] == [x._ptr, y._ptr] and values[3] == n
+    assert np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0] == np.float32(2.5)
+    assert x.device is fake_device and y.numpy().shape == (n,)
+
+
+def test_scalars_are_copied_only_when_they_change(fake, fake_device):
+    with fake_device:
+        x, y = tack.zeros(300), tack.zeros(300)
+        fake.arity = 4
+        saxpy(x, y, 1.5)
+        copies = len(fake.pack_copies)
+        saxpy(x, y, 1.5)
+        assert len(fake.pack_copies) == copies
+        saxpy(x, y, 3.0)
+        assert len(fake.pack_copies) == copies + 1
+        saxpy(x, y, 0.0)
+        saxpy(x, y, -0.0)    # equal to 0.0, but not the same value
+        assert np.signbit(np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0])
+
+
+def test_ndindex_launch_passes_the_inner_extents_and_packs_by_type(fake, fake_device):
+    with fake_device:
+        out = tack.zeros((3, 700), tack.f64)
+        fake.arity = 5    # out, the i32 pack, the f64 pack, total, extent 1
+        grid_fill(out, 7, 0.5)
+    grid, block, values = fake.launches[-1]
+    assert grid == (-(-2100 // 256), 1, 1) and values[3:] == [2100, 700]
+    pack = fake.pack_copies[-1]
+    assert np.frombuffer(pack[:4], np.int32)[0] == 7
+    assert np.frombuffer(pack[8:16], np.float64)[0] == 0.5
+
+
+@pytest.mark.parametrize("n", [0, -3])
+def test_an_empty_range_launches_nothing(fake, fake_device, n):
+    with fake_device:
+        out = tack.zeros((0, 4))
+        fake.arity = 5
+        grid_fill(out, 1, 1.0)
+        x = tack.zeros(0)
+        saxpy(x, x, 1.0)
+    assert fake.launches == []
+
+
+def test_workgroup_kernels_compile_and_must_fill_whole_workgroups(fake, fake_device):
+    with fake_device:
+        x, sums = tack.zeros(512), tack.zeros(2)
+        fake.arity = 3
+        block_sums(x, sums)
+        assert fake.launches[-1][:2] == ((2, 1, 1), (256, 1, 1))
+        with pytest.raises(ValueError, match=re.escape(
+                "Kernel 'block_sums' uses workgroup collectives (barriers, shared memory "
+                "or block reductions), so its launch must fill whole workgroups of 256: "
+                "300 iterations is not a multiple of 256")):
+            block_sums(tack.zeros(300), sums)
+
+
+def test_print_is_refused_explicitly(fake, fake_device):
+    with fake_device:
+        with pytest.raises(RuntimeError, match="^" + re.escape(
+                "Kernel 'printing' failed on CUDABackend: print() in kernels is built "
+                "for the CPU backend only")):
+            printing(tack.zeros(3))
+
+
+def test_atomics_and_return_values_compile(fake, fake_device):
+    with fake_device:
+        for dtype in (tack.i32, tack.u32, tack.i64, tack.u64, tack.f32, tack.f64):
+            fake.arity = 3
+            extremes(tack.zeros(5, dtype), tack.zeros(2, dtype))
+            int_sum(tack.zeros(5, dtype), tack.zeros(1, dtype))
+        fake.arity = 2
+        before = len(fake.launches)
+        value = doubled_plus(tack.zeros(4))   # the loop, then the return's epilogue
+        assert type(value) is float and len(fake.launches) == before + 2
+        assert fake.launches[-1][:2] == ((1, 1, 1), (256, 1, 1))
+
+
+def test_inspect_shows_the_cuda_source(fake, fake_device):
+    with fake_device:
+        source = tack.inspect(saxpy, tack.zeros(4), tack.zeros(4), 2.0)
+        assert 'extern "C" __global__ void' in source
+        with pytest.raises(ValueError, match=re.escape("inspect mode 'optimized' is CPU "
+                                                       "only")):
+            tack.inspect(saxpy, tack.zeros(4), tack.zeros(4), 2.0, mode="optimized")
+
+
+def test_a_failed_launch_raises_at_the_next_wait(fake, fake_device):
+    with fake_device:
+        x = tack.zeros(4)
+        fake.sync_error = fake.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
+        with pytest.raises(RuntimeError, match=re.escape(
+                "a CUDA launch or copy on this device failed: CUDA_ERROR_ILLEGAL_ADDRESS "
+                "(fake: CUDA_ERROR_ILLEGAL_ADDRESS)")):
+            fake_device.synchronize()
+        fake.sync_error = fake.CUresult.CUDA_ERROR_LAUNCH_FAILED
+        with pytest.raises(RuntimeError, match="CUDA_ERROR_LAUNCH_FAILED"):
+            x.numpy()
+
+
+def test_memory_space_classifies_pointers(fake, fake_device):
+    backend = fake_device.backend
+    device_array = tack.zeros(8, device=fake_device)
+    host = np.zeros(8)
+    fake.pinned.add(host.ctypes.data)
+    managed = np.zeros(8)
+    fake.managed.add(managed.ctypes.data)
+    assert backend.memory_space(device_array._ptr) == "cuda"
+    assert backend.memory_space(device_array._ptr + 8) == "cuda"
+    assert backend.memory_space(host.ctypes.data) == "cuda_pinned"
+    assert backend.memory_space(managed.ctypes.data) == "cuda_managed"
+    assert backend.memory_space(np.zeros(3).ctypes.data) == "cpu"
+    assert backend.memory_space("not an address") == "cpu"
+    assert backend.memory_space(-5) == "cpu"
+    assert backend.memory_space(1 << 64) == "cpu"
+
+
+# -- NVRTC, no device -------------------------------------------------------------------------
+
+def test_compile_ptx_targets_the_requested_architecture():
+    from tack.runtime.cuda.compile import compile_cuda, compile_ptx
+    source = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] = 2.0f; }'
+    ptx = compile_ptx(source, "sm_90")
+    assert ".target sm_90" in ptx and ".entry k(" in ptx
+    ptx, cubin = compile_cuda(source, "compute_80")
+    assert b".target sm_80" in ptx and cubin is None
+
+
+def test_compile_errors_carry_nvrtcs_log():
+    from tack.runtime.cuda.compile import compile_ptx
+    with pytest.raises(RuntimeError, match=r"^compilation failed \(NVRTC_ERROR_COMPILATION\)"
+                                           r":\n.*error.*undefined"):
+        compile_ptx('extern "C" __global__ void k() { undefined_name = 1; }')
+
+
+def test_fmad_is_off_so_multiply_add_rounds_twice():
+    from tack.runtime.cuda.compile import compile_ptx
+    ptx = compile_ptx('extern "C" __global__ void k(float* a, float b, float c) '
+                      '{ a[0] = a[0] * b + c; }')
+    assert "fma" not in ptx and "mul.rn.f32" in ptx
+
+
+def test_arch_choice():
+    from tack.runtime.cuda.compile import choose_arch
+    assert choose_arch(90, [80, 90]) == "sm_90"
+    assert choose_arch(95, [80, 90]) == "compute_90"
+    with pytest.raises(RuntimeError, match=re.escape("cannot compile for compute "
+                                                     "capability 7.0")):
+        choose_arch(70, [80, 90])
+
+
+# -- on an NVIDIA GPU ---------------------------------------------------------------------
+
+@pytest.fixture
+def cuda():
+    return tack.device("cuda:0")
+
+
+@gpu
+@pytest.mark.parametrize("n", [0, 1, 7, 1000, 1 << 20 | 3])
+def test_gpu_saxpy_matches_numpy(cuda, rng, n):
+    x_host, y_host = rng.values(tack.f32, n), rng.values(tack.f32, n)
+    x, y = tack.array(x_host, device=cuda), tack.array(y_host, device=cuda)
+    saxpy(x, y, 1.75)
+    want = np.float32(1.75) * x_host + y_host
+    np.testing.assert_array_equal(y.numpy(), want, err_msg=repr(rng))
+
+
+@gpu
+def test_gpu_ndindex_and_int_scalars(cuda, rng):
+    out = tack.zeros((37, 129), tack.f64, device=cuda)
+    grid_fill(out, 3, -0.5)
+    i, j = np.indices((37, 129))
+    np.testing.assert_array_equal(out.numpy(), (i * 1000 + j) * 3 - 0.5)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [tack.i32, tack.i64, tack.u64])
+def test_gpu_integer_reduction_and_extremes(cuda, rng, dtype):
+    values = (rng.values(dtype, 100_003) >> 20).astype(dtype.numpy)
+    a = tack.array(values, device=cuda)
+    total = tack.zeros(1, dtype, device=cuda)
+    int_sum(a, total)
+    assert total[0] == int(values.sum(dtype=dtype.numpy)), repr(rng)
+    out = tack.array(np.array([values.max(), values.min()], dtype.numpy), device=cuda)
+    extremes(a, out)
+    assert (out[0], out[1]) == (values.min(), values.max()), repr(rng)
+
+
+@gpu
+def test_gpu_float_reduction(cuda, rng):
+    values = rng.gen.random(50_001).astype(np.float32)
+    total = tack.zeros(1, device=cuda)
+    int_sum(tack.array(values, device=cuda), total)
+    assert abs(total[0] - values.sum(dtype=np.float64)) < 1e-3 * len(values), repr(rng)
+
+
+@gpu
+def test_gpu_block_reduction(cuda, rng):
+    values = rng.gen.random(1024).astype(np.float32)
+    sums = tack.zeros(4, device=cuda)
+    block_sums(tack.array(values, device=cuda), sums)
+    np.testing.assert_allclose(sums.numpy(), values.reshape(4, 256).sum(axis=1),
+                               rtol=1e-5, err_msg=repr(rng))
+
+
+@gpu
+def test_gpu_return_value(cuda, rng):
+    values = rng.values(tack.f32, 9)
+    a = tack.array(values, device=cuda)
+    assert doubled_plus(a) == float(np.float32(values[0] * 2) + np.float32(0.25))
+    np.testing.assert_array_equal(a.numpy(), values * 2, err_msg=repr(rng))
+
+
+@gpu
+def test_gpu_scalar_changes_reach_the_kernel(cuda):
+    a = tack.zeros(5, device=cuda)
+    for v in (1.0, 1.0, 2.5, 0.0, -0.0):
+        add_scalar(a, v)
+    np.testing.assert_array_equal(a.numpy(), np.full(5, 4.5, np.float32))
+
+
+@gpu
+def test_gpu_bare_cuda_is_the_current_device(cuda):
+    assert str(tack.device("cuda")) == "cuda:0"
+    count = tack.device_count("cuda")
+    with pytest.raises(ValueError, match=re.escape(f"cuda:{count}: this machine has "
+                                                   f"{count} CUDA devices")):
+        tack.device(f"cuda:{count}")
+
+
+@gpu
+def test_gpu_sync_async_and_numpy_async(cuda):
+    import asyncio
+    a = tack.zeros(1000, device=cuda)
+    add_scalar(a, 2.0)
+
+    async def main():
+        await tack.sync_async()
+        return await a.numpy_async()
+    np.testing.assert_array_equal(asyncio.run(main()), np.full(1000, 2.0, np.float32))
+
+
+@gpu
+def test_gpu_memory_space(cuda):
+    cp = pytest.importorskip("cupy")
+    device_memory = cp.zeros(4)
+    pinned = cp.cuda.alloc_pinned_memory(64)
+    managed = cp.cuda.malloc_managed(64)
+    assert tack.memory_space(device_memory.data.ptr, device=cuda) == "cuda"
+    assert tack.memory_space(pinned.ptr, device=cuda) == "cuda_pinned"
+    assert tack.memory_space(managed.ptr, device=cuda) == "cuda_managed"
+    assert tack.memory_space(np.zeros(4).ctypes.data, device=cuda) == "cpu"
+    assert tack.memory_space(tack.zeros(4, device=cuda)._ptr, device=cuda) == "cuda"
+
+
+@gpu
+def test_gpu_dlpack_round_trip_with_cupy(cuda, rng):
+    cp = pytest.importorskip("cupy")
+    values = rng.values(tack.f32, 1001)
+    a = tack.array(values, device=cuda)
+    seen = cp.from_dlpack(a)            # Tack -> CuPy, no copy
+    np.testing.assert_array_equal(cp.asnumpy(seen), values, err_msg=repr(rng))
+    add_scalar(a, 1.0)                  # completes before returning: the array is shared
+    np.testing.assert_array_equal(cp.asnumpy(seen), values + 1, err_msg=repr(rng))
+    source = cp.asarray(values)
+    b = tack.from_dlpack(source)        # CuPy -> Tack, no copy
+    assert b.device.type == "cuda"
+    add_scalar(b, 2.0)
+    np.testing.assert_array_equal(cp.asnumpy(source), values + 2, err_msg=repr(rng))
+
+
+@gpu
+def test_gpu_dlpack_round_trip_with_torch(cuda, rng):
+    torch = pytest.importorskip("torch")
+    values = rng.values(tack.f64, 513)
+    a = tack.array(values, device=cuda)
+    seen = torch.from_dlpack(a)
+    assert seen.is_cuda
+    np.testing.assert_array_equal(seen.cpu().numpy(), values, err_msg=repr(rng))
+    source = torch.tensor(values, device="cuda")
+    b = tack.from_dlpack(source)
+    add_scalar(b, 0.5)
+    np.testing.assert_array_equal(source.cpu().numpy(), values + 0.5, err_msg=repr(rng))
+
+
+@gpu
+def test_gpu_array_from_ptr(cuda, rng):
+    cp = pytest.importorskip("cupy")
+    values = rng.values(tack.i32, 77)
+    source = cp.asarray(values)
+    a = tack.array_from_ptr(source.data.ptr, (77,), tack.i32, device=cuda, writable=True)
+    add_scalar(a, 3)
+    np.testing.assert_array_equal(cp.asnumpy(source), values + 3, err_msg=repr(rng))
+    with pytest.raises(ValueError, match=re.escape(
+            "Pointer is in 'cpu' memory but the device is 'CUDA'.")):
+        tack.array_from_ptr(np.zeros(4).ctypes.data, (4,), tack.f64, device=cuda)
