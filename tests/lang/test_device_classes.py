@@ -316,3 +316,40 @@ def test_debug_mode_checks_a_device_class_array(rng):
             apply_past_end(spring, x, f)
     finally:
         tack.set_debug(False)
+
+
+@tack.device_class
+class Weights:
+    def __init__(self, scale, bias, table, lookup):
+        self.scale = scale           # run-time scalars: after the arrays, by name
+        self.bias = bias
+        self.table = table           # arrays: first, by name
+        self.lookup = lookup
+
+
+@tack.kernel
+def two_instances(first, x, second, out):
+    for i in range(len(x)):
+        out[i] = (first.table[i] * first.scale + first.bias + second.lookup[i]
+                  + second.table[i] * second.scale)
+
+
+def test_expansion_order_follows_stage_two(rng):
+    # Spec 000 stage 2: instances removed; then, from the last instance down,
+    # its arrays and then its scalars, each sorted by attribute name (only the
+    # attributes the kernel reads: first.lookup and second.bias are not).
+    n = 5
+    x = tack.array(rng.floats(n))
+    out = tack.zeros(n)
+    first = Weights(2.0, 0.5, tack.array(rng.floats(n)), tack.array(rng.floats(n)))
+    second = Weights(3.0, 0.25, tack.array(rng.floats(n)), tack.array(rng.floats(n)))
+    header = tack.inspect(two_instances, first, x, second, out, mode="ir").splitlines()[0]
+    params = [p.split(":")[0].strip() for p in header.split("(", 1)[1].split(")")[0].split(",")]
+    assert params[:2] == ["x", "out"], header
+    spelled = [p.strip("_").rsplit("_", 1)[0] for p in params[2:]]
+    assert spelled == ["second_lookup", "second_table", "second_scale",
+                       "first_table", "first_bias", "first_scale"], header
+    two_instances(first, x, second, out)
+    expected = (first.table.numpy() * np.float32(2.0) + np.float32(0.5)
+                + second.lookup.numpy() + second.table.numpy() * np.float32(3.0))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, err_msg=f"seed={rng.seed}")

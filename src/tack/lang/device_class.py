@@ -220,7 +220,10 @@ class _Rewriter(ast.NodeTransformer):
 
 def expand(source, plan, key) -> Expanded:
     """Rewrite ``source`` (a kernel's) for ``plan``: ``[(param, cls, classified,
-    methods)]`` for each device-class parameter (see :func:`classify`)."""
+    methods)]`` for each device-class parameter, the last parameter first (see
+    :func:`classify`). The instances' parameters are removed and each one's
+    synthetic parameters appended in plan order: arrays, then scalars, each
+    group sorted by attribute name (spec stage 2)."""
     tree = copy.deepcopy(source.tree)
     used = set(names_in(tree))
     for _, cls, _, methods in plan:
@@ -228,6 +231,9 @@ def expand(source, plan, key) -> Expanded:
             used |= names_in(m.source.tree)
     fresh = _Fresh(used)
     params = [a.arg for a in tree.args.args]
+    removed = {param for param, _, _, _ in plan}
+    originals = [a for a in source.tree.args.args if a.arg not in removed]
+    params = [p for p in params if p not in removed]
     extra, display = {}, {}
     for param, cls, classified, methods in plan:
         table, synthetic = _table(param, classified, fresh)
@@ -238,10 +244,12 @@ def expand(source, plan, key) -> Expanded:
                                                   method_args, extra)
         tree = _Rewriter(param, table, method_names, method_args).visit(tree)
         display.update({name: f"{param}.{attr}" for attr, name in synthetic.items()})
-        k = params.index(param)
-        params[k:k + 1] = list(synthetic.values())
+        kinds = {attr: kind for attr, kind, _ in classified}
+        params += [synthetic[a] for a in sorted(synthetic) if kinds[a] == "array"]
+        params += [synthetic[a] for a in sorted(synthetic) if kinds[a] == "scalar"]
     tree.args.args = [ast.arg(p) for p in params]
-    for a, original in zip(tree.args.args, source.tree.args.args):
+    last = source.tree.args.args[-1] if source.tree.args.args else source.tree
+    for a, original in zip(tree.args.args, originals + [last] * len(params)):
         ast.copy_location(a, original)
     ast.fix_missing_locations(tree)
     rewritten = dataclasses.replace(source, tree=tree)

@@ -49,18 +49,21 @@ class Expanding:
             raise readable(exc, self.display.get(key)) from exc.__cause__
 
     def expand(self, args) -> tuple:
-        flat, key, start = [], [], 0
-        for k in self.positions:
+        """The flat arguments and the expansion key (spec stage 2's order): the
+        other arguments, then for each instance from the last position down its
+        array attributes and then its run-time scalars, each sorted by name."""
+        flat = [a for k, a in enumerate(args) if k not in self.positions]
+        key = []
+        for k in reversed(self.positions):
             obj = args[k]
             cls = type(obj)
             values, _, where = references_of(self.kernel, cls, self.names[k])
             classified = device_class.classify(obj, values, self.names[k],
                                                f"Kernel '{self.kernel.name}'", where)
-            flat.extend(args[start:k])
-            flat.extend(getattr(obj, attr) for attr, kind, _ in classified if kind != "const")
-            start = k + 1
+            for group in ("array", "scalar"):
+                flat.extend(getattr(obj, attr) for attr, kind, _ in classified
+                            if kind == group)
             key.append((id(cls), classified))
-        flat.extend(args[start:])
         return tuple(flat), tuple(key)
 
     def bind(self, args, flat, key):
@@ -77,7 +80,7 @@ class Expanding:
 def expansion(kernel, positions, names, args, key):
     """The rewritten kernel for the instances in ``args`` (classified in ``key``)."""
     plan = []
-    for k, (_, classified) in zip(positions, key):
+    for k, (_, classified) in zip(reversed(positions), key):
         cls = type(args[k])
         _, called, _ = references_of(kernel, cls, names[k])
         methods = device_class.methods_of(cls)
