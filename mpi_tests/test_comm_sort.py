@@ -104,6 +104,50 @@ def test_with_payloads_stable(comm, rng):
         world.free()
 
 
+def large_distributions(rng, dtype, total, low=1000, high=6000):
+    """Blocks of ``low`` to ``high`` keys, so that the boundary search works from
+    samples (one key in a few, or in many): long runs of equal keys, runs that
+    end right at a balanced cut, few and many distinct keys."""
+    info = np.iinfo(dtype)
+    sizes = [int(s) for s in rng.integers(low, high, total)]
+    n = sum(sizes)
+
+    def spread(values):                      # the global keys, dealt out at random
+        values = rng.permutation(np.asarray(values).astype(dtype))
+        return np.split(values, np.cumsum(sizes)[:-1])
+    yield "uniform", spread(rng.integers(info.min, info.max, n, dtype=dtype,
+                                         endpoint=True))
+    yield "few distinct", spread(rng.integers(0, 4, n))
+    yield "skewed", spread(np.where(rng.random(n) < 0.8, 3, rng.integers(0, 10**6, n)))
+    for shift in (-2, 0, 1, 3):                 # a run of 7s ending near a cut
+        b = int(rng.integers(1, total)) if total > 1 else 1
+        end = max(0, min(n, b * n // total + shift))
+        yield f"run ends at cut {b} {shift:+d}", spread(
+            np.concatenate([np.full(end, 7), rng.integers(8, 50, n - end)]))
+    yield "long runs", spread(np.repeat(rng.integers(0, 100, 40), n // 40 + 1)[:n])
+
+
+def test_large_blocks(comm, rng):
+    """Exact cuts from sampled bounds: keys only, and with a payload (stable)."""
+    size = comm.Get_size()
+    for counts in layouts(size)[:2]:
+        blocks, world = blocks_for(comm, counts)
+        for dtype, low, high in ((np.int64, 1000, 6000), (np.uint32, 1000, 6000),
+                                 (np.int64, 30, 300), (np.int32, 30, 300)):
+            for what, keys in large_distributions(rng, dtype, blocks.count, low, high):
+                got = blocks.sort_by_key({g: tack.array(keys[g]) for g in blocks.local})
+                check(comm, blocks, keys, None, got, None,
+                      f"{what} {dtype} {low}-{high} {counts}")
+        keys = next(large_distributions(rng, np.int64, blocks.count))[1]
+        keys = [k % 50 for k in keys]
+        rows = {"at": [np.arange(len(k)) + 10**6 * g for g, k in enumerate(keys)]}
+        got_keys, got_rows = blocks.sort_by_key(
+            {g: tack.array(keys[g]) for g in blocks.local},
+            {g: {"at": tack.array(rows["at"][g])} for g in blocks.local})
+        check(comm, blocks, keys, rows, got_keys, got_rows, f"payload {counts}")
+        world.free()
+
+
 def test_balanced_sizes(comm, rng):
     """Distinct keys: every block gets N/B keys, rounded down or up."""
     blocks, world = blocks_for(comm, [1 + r % 3 for r in range(comm.Get_size())])

@@ -4,10 +4,19 @@ The constructor checks, across ranks, that every send has a receive of its
 length and the other way round, and orders each rank pair's messages by
 (source, destination) on both sides. ``run`` then moves the elements: the
 first call allocates one send and one receive buffer per peer rank (and makes
-persistent requests where the communicator has them); later calls allocate
-nothing, reuse the NumPy views of the arrays they saw last and only gather,
-start, wait and scatter. Every element this rank sends, to itself included, is
-read before any element is written.
+persistent requests for the messages under 64 KiB where the communicator has
+them; MPICH moves larger ones faster as ``Isend``/``Irecv``, which every run
+posts before its gathers); later calls allocate no buffers, reuse the NumPy
+views of the arrays they saw last and only gather, start, wait and scatter.
+Every element this rank sends, to itself included, is read before any element
+is written.
+
+After the first run every run speculates (see :mod:`.world`): the receives
+and the gathered sends start while the agreement's sum travels, and the
+elements are written (local copies and scatters) only when it says every rank
+ran this plan with its last element type and no rank failed. A rank that
+cannot send (an error, another element type) sends empty messages instead;
+the run then drains and raises, or runs again without speculating.
 """
 
 from __future__ import annotations
@@ -21,10 +30,11 @@ from ..runtime.host_ops import copyto
 from . import kernels, transport
 from .errors import (fault, require_array, require_dict, require_every_local,
                      require_gid, require_on_device)
-from .world import TAG_PLAN, start_all, wait_all
+from .world import _EMPTY, plan_tag, wait_all
 
 CALL = "Plan()"
 RUN = "Plan.run()"
+PERSISTENT = 1 << 16    # bytes: smaller messages use persistent requests
 
 
 class Plan:
@@ -49,6 +59,7 @@ class Plan:
         world.agree(CALL, error)
         self._sends, self._receives = parsed
         self.id = world.next_serial()
+        self.tag = plan_tag(self.id)
         claims = world.alltoall(self._claims())
         problem = _mismatch(blocks, self._sends, self._receives, claims)
         world.agree(CALL, None if problem is None else ValueError(problem))
@@ -94,13 +105,30 @@ class Plan:
         world = self.blocks.world
         views, error = fault(self._views, values)
         dtype = None if error or views is None else self._dtype
-        world.agree(RUN, error, [(self.id, ValueError, f"{RUN}: the plan"),
-                                 (dtype, TypeError, f"{RUN}: the element type")])
+        fields = [(self.id, ValueError, f"{RUN}: the plan"),
+                  (dtype, TypeError, f"{RUN}: the element type")]
         state = self._state
+        if state is not None and world.overlaps:
+            ready = error is None and state.type_name == dtype
+            world.begin(RUN, error, fields, count=int(not ready), speculative=True)
+            state.start(views if ready else None, speculative=True)
+            if world.finish()[1]:
+                state.complete(views)
+                self._copy_back(views)
+                return
+        else:
+            world.agree(RUN, error, fields)
         if state is None or state.type_name != self._dtype:
+            if state is not None:
+                state.free()
             make = _DirectState if world.gpu_aware else _State
             state = self._state = make(self, self._dtype)
-        state.run(views)
+        state.start(views)
+        state.complete(views)
+        self._copy_back(views)
+
+    @staticmethod
+    def _copy_back(views) -> None:
         for g, (given, view, copied) in views.items():
             if copied:
                 copyto(given, view.reshape(given.shape))
@@ -157,6 +185,66 @@ class Plan:
         self.free()
 
 
+class _Requests:
+    """Receives and sends of one state: persistent requests where the
+    communicator makes them and the message is under ``PERSISTENT`` bytes (MPICH
+    moves larger ones faster as ``Isend``/``Irecv``), else posted per run;
+    speculative ones are told to the world."""
+
+    def __init__(self, world, tag, recvs, sends):
+        self.world, self.tag = world, tag
+        self.recvs, self.sends = recvs, sends         # (buffer, peer)
+        comm, persistent = world.comm, world.persistent
+        self.recv_init = [comm.Recv_init(b, p, tag) if persistent and b.nbytes < PERSISTENT
+                          else None for b, p in recvs]
+        self.send_init = [comm.Send_init(b, p, tag) if persistent and b.nbytes < PERSISTENT
+                          else None for b, p in sends]
+        self.pending = self.sent = ()
+
+    def _start(self, made, pairs, post, spec_post, kind, speculative) -> list:
+        """Start or post each message's request, in message order (several
+        messages to one peer pair up in the order they are posted)."""
+        requests, started = [], []
+        post = spec_post if speculative else post
+        for request, (buffer, peer) in zip(made, pairs):
+            if request is None:
+                requests.append(post(buffer, peer, self.tag))
+            else:
+                request.Start()
+                requests.append(request)
+                started.append((kind, peer, self.tag, buffer.nbytes))
+        if speculative and started:
+            self.world.spec_started([r for r in made if r is not None], started)
+        return requests
+
+    def start_receives(self, speculative: bool) -> None:
+        world = self.world
+        self.pending = self._start(self.recv_init, self.recvs, world.irecv,
+                                   world.spec_irecv, 0, speculative)
+
+    def start_sends(self, speculative: bool, empty: bool = False) -> None:
+        """Start the sends, or (``empty``) an empty message in place of each."""
+        world = self.world
+        if empty:
+            self.sent = [world.spec_isend(_EMPTY, p, self.tag) for _, p in self.sends]
+            return
+        self.sent = self._start(self.send_init, self.sends, world.isend, world.spec_isend,
+                                1, speculative)
+
+    def wait_receives(self) -> None:
+        wait_all(self.pending)
+
+    def wait_sends(self) -> None:
+        wait_all(self.sent)
+
+    def free(self) -> None:
+        for request in self.recv_init + self.send_init:
+            if request is not None and hasattr(request, "Free"):
+                request.Free()
+        self.recv_init = [None] * len(self.recvs)
+        self.send_init = [None] * len(self.sends)
+
+
 class _State:
     """Buffers and requests of one element type."""
 
@@ -164,52 +252,43 @@ class _State:
         world = plan.blocks.world
         self.type_name = type_name
         dtype = T.scalar_type(type_name).numpy if type_name else np.dtype(np.uint8)
-        self.world = world
         self.local = [(s, d, i, j, np.empty(i.size, dtype)) for s, d, i, j in plan._local]
-        self.gathers, self.scatters, self.sends, self.recvs = [], [], [], []
-        self._buffers = []
+        self.gathers, self.scatters, sends, recvs = [], [], [], []
         for peer, items in plan._out.items():
             buffer = np.empty(sum(i.size for _, i in items), dtype)
             self.gathers.extend(_pieces(buffer, items))
-            self.sends.append((buffer, peer))
+            sends.append((buffer, peer))
         for peer, items in plan._in.items():
             buffer = np.empty(sum(i.size for _, i in items), dtype)
             self.scatters.extend(_pieces(buffer, items))
-            self.recvs.append((buffer, peer))
-        self.persistent = world.persistent
-        if self.persistent:
-            comm = world.comm
-            self.recv_requests = [comm.Recv_init(b, p, TAG_PLAN) for b, p in self.recvs]
-            self.send_requests = [comm.Send_init(b, p, TAG_PLAN) for b, p in self.sends]
+            recvs.append((buffer, peer))
+        self.requests = _Requests(world, plan.tag, recvs, sends)
 
-    def run(self, views: dict) -> None:
-        world = self.world
-        if self.persistent:
-            recvs, sends = self.recv_requests, self.send_requests
-            start_all(recvs)
-        else:
-            recvs = [world.irecv(b, p, TAG_PLAN) for b, p in self.recvs]
+    def start(self, views, speculative: bool = False) -> None:
+        """Start the receives, gather and start the sends (empty ones where
+        ``views`` is None). Only reads ``views``."""
+        requests = self.requests
+        requests.start_receives(speculative)
+        if views is None:
+            requests.start_sends(speculative, empty=True)
+            return
         for g, index, out in self.gathers:
             np.take(views[g][1], index, out=out, mode="clip")
-        if self.persistent:
-            start_all(sends)
-        else:
-            sends = [world.isend(b, p, TAG_PLAN) for b, p in self.sends]
+        requests.start_sends(speculative)
         for s, _, index, _, out in self.local:
             np.take(views[s][1], index, out=out, mode="clip")
+
+    def complete(self, views) -> None:
+        """Write the local copies and the received elements; wait for the sends."""
         for _, d, _, index, data in self.local:
             np.put(views[d][1], index, data, mode="clip")
-        wait_all(recvs)
+        self.requests.wait_receives()
         for g, index, data in self.scatters:
             np.put(views[g][1], index, data, mode="clip")
-        wait_all(sends)
+        self.requests.wait_sends()
 
     def free(self) -> None:
-        if self.persistent:
-            for request in self.recv_requests + self.send_requests:
-                if hasattr(request, "Free"):
-                    request.Free()
-            self.recv_requests = self.send_requests = []
+        self.requests.free()
 
 
 class _DirectState:
@@ -218,7 +297,7 @@ class _DirectState:
 
     def __init__(self, plan: Plan, type_name):
         blocks, world = plan.blocks, plan.blocks.world
-        self.world, self.type_name = world, type_name
+        self.type_name = type_name
         dtype = T.scalar_type(type_name) if type_name else T.u8
 
         def on(g, index):
@@ -230,39 +309,33 @@ class _DirectState:
                     for s, i in items]
         self.into = [(peer, d, *on(d, i)) for peer, items in plan._in.items()
                      for d, i in items]
-        self.persistent = world.persistent
-        if self.persistent:
-            comm = world.comm
-            self.recv_requests = [comm.Recv_init(b, p, TAG_PLAN)
-                                  for p, _, _, b in self.into]
-            self.send_requests = [comm.Send_init(b, p, TAG_PLAN)
-                                  for p, _, _, b in self.out]
+        self.requests = _Requests(world, plan.tag, [(b, p) for p, _, _, b in self.into],
+                                  [(b, p) for p, _, _, b in self.out])
 
-    def run(self, views: dict) -> None:
-        world = self.world
-        flat = {g: array.reshape(-1) for g, (array, _, _) in views.items()}
-        if self.persistent:
-            recvs, sends = self.recv_requests, self.send_requests
-            start_all(recvs)
-        else:
-            recvs = [world.irecv(b, p, TAG_PLAN) for p, _, _, b in self.into]
+    def start(self, views, speculative: bool = False) -> None:
+        requests = self.requests
+        requests.start_receives(speculative)
+        if views is None:
+            requests.start_sends(speculative, empty=True)
+            return
+        flat = self.flat = {g: a.reshape(-1) for g, (a, _, _) in views.items()}
         for _, s, index, buffer in self.out:
             kernels.gather(flat[s], index, buffer)
-        if self.persistent:
-            start_all(sends)
-        else:
-            sends = [world.isend(b, p, TAG_PLAN) for p, _, _, b in self.out]
+        requests.start_sends(speculative)
         for s, _, index, buffer, _, _ in self.local:
             kernels.gather(flat[s], index, buffer)
+
+    def complete(self, views) -> None:
+        flat = self.flat
         for _, d, _, data, index, _ in self.local:
             kernels.scatter(flat[d], index, data)
-        wait_all(recvs)
+        self.requests.wait_receives()
         for _, d, index, data in self.into:
             kernels.scatter(flat[d], index, data)
-        wait_all(sends)
+        self.requests.wait_sends()
 
     def free(self) -> None:
-        _State.free(self)
+        self.requests.free()
 
 
 def _pieces(buffer: np.ndarray, items) -> list:

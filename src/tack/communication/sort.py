@@ -6,16 +6,19 @@
    keeps the sort stable. Keys alone are sorted with NumPy on a host view: the
    order of equal keys cannot be seen then.
 2. Block ``b`` should start at global position ``b N / B``. The key at each such
-   position is found exactly by a many-way search over key values, counting
-   with ``searchsorted`` on the sorted runs and summing the counts over ranks
-   (one small reduction per round, about 11 rounds for 64-bit keys). A
+   position is found exactly in two gathers (see ``_boundaries``): regular
+   samples of the sorted runs, which bracket each position's key between two
+   sample values, then the few keys between them and exact counts. A
    boundary inside a run of equal keys moves to the nearer end of the run.
 3. Each rank sends every destination rank the contiguous slice of its sorted
-   run that falls in that rank's blocks; the receiver merges the runs, in order
-   of source rank, with a stable sort, and cuts them into its blocks.
+   run that falls in that rank's blocks (every rank knows every slice's
+   length from step 2); the receiver merges the runs, in order of source rank,
+   with a stable sort, and cuts them into its blocks.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -24,26 +27,29 @@ from ..algorithms import radix_sort_pairs
 from ..runtime.creation import arange
 from ..runtime.host_ops import concat
 from . import transport
-from .errors import (fault, require_array, require_every_local, require_on_device,
-                     row_layout)
+from .errors import (agreed_error, fault, require_array, require_every_local,
+                     require_on_device, row_layout)
 from .world import TAG_DATA, wait_all
 
 CALL = "Blocks.sort_by_key()"
 KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
-PROBES = 255
 
 
 def sort_by_key(blocks, keys, values):
     world = blocks.world
     checked, error = fault(_check, blocks, keys, values)
     key_type, layout = checked if checked else (None, None)
-    world.agree(CALL, error, [
+    payload = values is not None
+    # The agreement travels while this rank sorts its own keys (which reads and
+    # writes nothing of the caller's); a rank with an error does not sort.
+    world.begin(CALL, error, [
         (key_type, TypeError, f"{CALL}: the keys' type"),
         (layout, TypeError, f"{CALL}: the values' names, types or trailing shapes")])
-    payload = values is not None
-    run, rows = _local_sort(blocks, keys, values if payload else None)
-    positions = _boundaries(blocks, run)
-    run, rows = _redistribute(blocks, run, rows, positions)
+    sorted_, late = (None, None) if error else fault(_local_sort, blocks, keys, values)
+    world.finish()
+    run, rows = sorted_ or (None, None)
+    positions, cuts = _boundaries(blocks, run, late)
+    run, rows = _redistribute(blocks, run, rows, cuts)
     out_keys, out_values = _cut(blocks, run, rows, positions)
     return (out_keys, out_values) if payload else out_keys
 
@@ -108,90 +114,131 @@ def _local_sort(blocks, keys, values):
     return transport.host_values(sorted_keys), rows
 
 
-def _boundaries(blocks, run) -> list:
-    """Global start positions of blocks 0..B (B + 1 numbers)."""
+def _boundaries(blocks, run, late=None) -> tuple:
+    """Where the blocks start: ``(positions, cuts)``, ``positions`` the global
+    start of blocks 0..B, ``cuts[r]`` the same B + 1 boundaries as offsets into
+    rank ``r``'s sorted run, so every rank knows what every rank sends where.
+
+    Two gathers, whatever the keys. First every rank's regular samples (its
+    first and last key among them) and their positions: a rank's count of keys
+    up to a value ``v`` lies between one past the position of its last sample
+    ``<= v`` and the position of its first sample ``> v``, so the sums of these
+    bounds bracket each boundary key between two sample values ``lo < key <=
+    hi``. Then each rank's exact counts up to ``lo`` and ``hi`` and its keys
+    strictly between them, as distinct keys and counts (a few sample spacings'
+    worth of distinct keys per rank, however long a run of equal keys): the
+    boundary key is one of those keys or ``hi``, and where it splits a run of
+    equal keys, the boundary moves to the nearer end of the run.
+
+    ``late``: an exception this rank's local sort raised; the first gather
+    carries it, and every rank raises it."""
     world, count = blocks.world, blocks.count
     n = 0 if run is None else run.size
-    info = world.allgather((n, None if not n else (int(run[0]), int(run[-1]))))
-    total = sum(i[0] for i in info)
-    ends = [e for _, e in info if e is not None]
+    spacing = max(1, n // max(16, math.isqrt(max(1, count - 1) * n)))
+    info = world.allgather((n, spacing, run[_places(n, spacing)] if n else None)
+                           if late is None else (type(late).__name__, str(late)))
+    faults = [None if isinstance(i[0], int) else i for i in info]
+    if any(faults):
+        raise agreed_error(late, faults)
+    sizes = [i[0] for i in info]
+    total = sum(sizes)
     if total == 0:
-        return [(0, None)] * (count + 1)
-    low, high = min(e[0] for e in ends), max(e[1] for e in ends)
-    dtype = run.dtype if run is not None else None
+        return [0] * (count + 1), [[0] * (count + 1) for _ in info]
+    values = np.sort(np.concatenate([v for _, _, v in info if v is not None]))
+    values = values[np.r_[True, values[1:] != values[:-1]]]
+    low = np.zeros(values.size, np.int64)     # bounds on the keys <= each value
+    high = np.zeros(values.size, np.int64)
+    for size, step, samples in info:
+        if size:
+            at = _places(size, step)
+            k = np.searchsorted(samples, values, "right")
+            low += np.where(k > 0, at[k - 1] + 1, 0)
+            high += np.where(k < at.size, at[np.minimum(k, at.size - 1)], size)
     targets = [b * total // count for b in range(1, count)]
-    search = [[low, high] for _ in targets]   # smallest v with count_le(v) > target
-    while any(lo < hi for lo, hi in search):
-        probes = []
-        for lo, hi in search:
-            span = hi - lo
-            probes.append([lo + span * i // (PROBES + 1) for i in range(1, PROBES + 1)])
-        counts = _count(world, run, dtype, probes, "right").reshape(len(targets), PROBES)
-        for (target, interval, row, found) in zip(targets, search, probes, counts):
-            for probe, c in zip(row, found):
-                if c > target:
-                    interval[1] = min(interval[1], probe)
-                else:
-                    interval[0] = max(interval[0], probe + 1)
-    values = [[lo] for lo, _ in search]
-    both = _count(world, run, dtype, values, ("left", "right"))
-    before, through = both[:len(values)], both[len(values):]
+    brackets = []
+    for t in targets:
+        i = int(np.searchsorted(low, t, "right"))          # low[i] > t: the key <= hi
+        j = int(np.searchsorted(high, t, "right")) - 1     # high[j] <= t: the key > lo
+        brackets.append((values[j] if j >= 0 else None, values[i]))
+    mine = None
+    if n:
+        mine = []
+        for lo, hi in brackets:
+            start = 0 if lo is None else int(np.searchsorted(run, lo, "right"))
+            stop = int(np.searchsorted(run, hi, "left"))
+            mine.append((start, int(np.searchsorted(run, hi, "right")),
+                         *_runs(run[start:stop])))
+    gathered = world.allgather(mine)
     positions = [0]
-    for target, start, end in zip(targets, before, through):
-        positions.append(int(start) if target - start <= end - target else int(end))
-    positions.append(total)
-    return _with_rules(positions, before, [v[0] for v in values])
-
-
-def _count(world, run, dtype, probes, sides) -> np.ndarray:
-    """How many keys of the world lie below (``"left"``) or up to (``"right"``)
-    each probe, summed over the ranks; several sides give the counts one after
-    the other."""
-    flat = [p for row in probes for p in row]
-    sides = (sides,) if isinstance(sides, str) else sides
-    if run is None or not run.size:
-        local = np.zeros(len(flat) * len(sides), np.int64)
-    else:
-        at = np.array(flat, dtype=dtype)
-        local = np.concatenate([np.searchsorted(run, at, side) for side in sides])
-    return world.sum_ints(local.astype(np.int64))
-
-
-def _with_rules(positions, before, keys):
-    """Positions plus, per inner boundary, the key and side that split a run."""
-    rules = [None]
-    for b, key in enumerate(keys, start=1):
-        rules.append((key, "left" if positions[b] == int(before[b - 1]) else "right"))
-    rules.append(None)
-    return list(zip(positions, rules))
-
-
-def _split(run, boundaries) -> list:
-    """Local start offsets of blocks 0..B in this rank's sorted run."""
-    n = 0 if run is None else run.size
-    out = []
-    for position, rule in boundaries:
-        if rule is None:
-            out.append(0 if position == 0 else n)
-        elif n == 0:
-            out.append(0)
+    cuts = [[0] for _ in gathered]
+    for b, t in enumerate(targets):
+        parts = [(r, part[b]) for r, part in enumerate(gathered) if part is not None]
+        base = sum(p[0] for _, p in parts)             # keys <= lo
+        keys, counts = _merge_runs([p[2] for _, p in parts], [p[3] for _, p in parts])
+        upto = np.cumsum(counts)                       # keys in (lo, each key]
+        inside = upto.size and t - base < upto[-1]     # else the key is hi
+        if inside:
+            i = int(np.searchsorted(upto, t - base, "right"))
+            key = keys[i]
+            start, end = base + (int(upto[i - 1]) if i else 0), base + int(upto[i])
         else:
-            key, side = rule
-            out.append(int(np.searchsorted(run, np.array(key, run.dtype), side)))
-    return out
+            start = base + (int(upto[-1]) if upto.size else 0)
+            end = sum(p[1] for _, p in parts)
+        left = t - start <= end - t
+        positions.append(start if left else end)
+        for r, (upto_lo, upto_hi, values_r, counts_r) in parts:   # rank r's offset
+            if not inside:
+                cuts[r].append(upto_lo + int(counts_r.sum()) if left else upto_hi)
+            else:
+                k = int(np.searchsorted(values_r, key, "left" if left else "right"))
+                cuts[r].append(upto_lo + int(counts_r[:k].sum()))
+        for r, part in enumerate(gathered):
+            if part is None:
+                cuts[r].append(0)
+    positions.append(total)
+    for r, size in enumerate(sizes):
+        cuts[r].append(size)
+    return positions, cuts
 
 
-def _redistribute(blocks, run, rows, boundaries):
+def _runs(keys: np.ndarray) -> tuple:
+    """Sorted ``keys`` as ``(distinct keys, their counts)``."""
+    if not keys.size:
+        return keys, np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.diff(np.r_[starts, keys.size])
+
+
+def _merge_runs(values: list, counts: list) -> tuple:
+    """Several ``_runs`` results as one: distinct keys ascending, counts summed."""
+    if not values:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    values, counts = np.concatenate(values), np.concatenate(counts)
+    order = np.argsort(values, kind="stable")
+    values, counts = values[order], counts[order]
+    if not values.size:
+        return values, counts
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    return values[starts], np.add.reduceat(counts, starts)
+
+
+def _places(n: int, spacing: int) -> np.ndarray:
+    """The positions of a run's samples: every ``spacing``-th and the last."""
+    places = np.arange(0, n, spacing)
+    return places if places[-1] == n - 1 else np.append(places, n - 1)
+
+
+def _redistribute(blocks, run, rows, cuts):
     """This rank's share of the global order: every rank's slices received straight
     into one array per field, in order of source rank, then merged stably."""
     world = blocks.world
-    cuts = _split(run, boundaries)
     size, me = world.size, world.rank
-    ranges = [(cuts[blocks.first_of(r)], cuts[blocks.first_of(r + 1)])
-              for r in range(size)]
-    incoming = world.alltoall([hi - lo for lo, hi in ranges])
     if run is None:           # no blocks here: nothing to send or receive
         return None, None
+    first, last = blocks.first_of(me), blocks.first_of(me + 1)
+    ranges = [(cuts[me][blocks.first_of(r)], cuts[me][blocks.first_of(r + 1)])
+              for r in range(size)]
+    incoming = [cuts[r][last] - cuts[r][first] for r in range(size)]
     names = list(rows) if rows is not None else []
     fields = [run] + [rows[n] for n in names]
     total = sum(incoming)
@@ -212,20 +259,20 @@ def _redistribute(blocks, run, rows, boundaries):
     wait_all(requests)
     keys = merged[0]
     if rows is None:
-        keys.sort()
+        keys.sort(kind="stable")     # a merge of the sorted runs (NumPy finds them)
         return keys, None
     permutation = np.argsort(keys, kind="stable")
     return keys[permutation], {n: m[permutation] for n, m in zip(names, merged[1:])}
 
 
-def _cut(blocks, run, rows, boundaries):
+def _cut(blocks, run, rows, positions):
     """Per block of this rank: its keys and payload rows, on its device."""
     if not len(blocks.local):
         return {}, {}
-    start = boundaries[blocks.local.start][0]
+    start = positions[blocks.local.start]
     keys, values = {}, {}
     for gid in blocks.local:
-        lo, hi = boundaries[gid][0] - start, boundaries[gid + 1][0] - start
+        lo, hi = positions[gid] - start, positions[gid + 1] - start
         device = blocks.device(gid)
         keys[gid] = _place(run[lo:hi], device)
         if rows is not None:

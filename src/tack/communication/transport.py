@@ -19,9 +19,10 @@ import math
 import numpy as np
 
 from .. import types as T
+from ..runtime.array import Array
+from ..runtime.buffers import ExternalBuffer
 from ..runtime.creation import array as _copy_to_device
 from ..runtime.creation import empty
-from ..runtime.pointers import array_from_ptr
 
 _HOST_DLPACK = (1, 3, 11)       # kDLCPU, kDLCUDAHost, kDLROCMHost
 ALIGN = 64
@@ -75,18 +76,31 @@ def layout(sizes) -> tuple:
 
 def new_buffer(nbytes: int) -> np.ndarray:
     """A host byte buffer whose first byte is 64-byte aligned."""
+    return new_buffer_at(nbytes)[0]
+
+
+def new_buffer_at(nbytes: int) -> tuple:
+    """``(buffer, address)``: a host byte buffer whose first byte is 64-byte
+    aligned, and that byte's address."""
     raw = np.empty(nbytes + ALIGN, np.uint8)
-    start = (-raw.__array_interface__["data"][0]) % ALIGN
-    return raw[start:start + nbytes]
+    address = raw.__array_interface__["data"][0]
+    start = -address % ALIGN
+    return raw[start:start + nbytes], address + start
 
 
-def wrap(buffer: np.ndarray, offset: int, dtype: T.ScalarType, shape: tuple, device):
-    """The array of ``dtype`` and ``shape`` at ``buffer[offset:]`` on ``device``."""
-    count = math.prod(shape)
-    values = buffer[offset: offset + count * dtype.itemsize].view(dtype.numpy)
-    values = values.reshape(shape)
+def wrap(buffer: np.ndarray, offset: int, dtype: T.ScalarType, shape: tuple, device,
+         address: int = None):
+    """The array of ``dtype`` and ``shape`` at ``buffer[offset:]`` on ``device``
+    (``address``: the buffer's, where the caller knows it). The array keeps
+    ``buffer`` alive and wraps it without a copy where ``device`` addresses host
+    memory; elsewhere it is a device copy."""
+    nbytes = math.prod(shape) * dtype.itemsize
     if addresses_host(device):
-        return array_from_ptr(values, shape, dtype, device=device, writable=True)
+        if address is None:
+            address = buffer.__array_interface__["data"][0] if buffer.size else 0
+        hold = ExternalBuffer(address + offset, nbytes, buffer)
+        return Array(hold, shape, dtype, device, writable=True)
+    values = buffer[offset: offset + nbytes].view(dtype.numpy).reshape(shape)
     return _copy_to_device(values, device=device)
 
 

@@ -12,6 +12,20 @@ the ranks that carries a call counter, the operation, an error flag and
 fields that must be equal everywhere. So calls made in a different order, an
 error found on one rank, or a value that differs across ranks raise on every
 rank instead of hanging or giving a wrong answer.
+
+Where the communicator has ``Iallreduce`` the sum is nonblocking, and a call
+that repeats what every rank agreed to last time (``exchange`` with the same
+headers, ``Plan.run`` with the same element type) may *speculate*: it posts
+its data messages between :meth:`World.begin` and :meth:`World.finish`, so
+they travel while the sum does. A rank that cannot send what it sent last
+time (an error, a new pattern) sends empty messages in their place. The data
+is used only when the sum says that every rank speculated, nothing changed
+and nothing failed; otherwise every rank drains the speculative messages
+(:meth:`World._drain`: each rank says what it posted, the missing messages are
+sent empty and the unreceived ones received) before it raises or takes the
+slow path, so nothing is left in flight. Speculative messages travel on a tag
+of their own per channel (exchange call or plan), which only that channel's
+messages, agreed the same way on every rank, use.
 """
 
 from __future__ import annotations
@@ -27,6 +41,23 @@ MAX_FIELDS = 4
 _FIELD = 1 << 20           # field values are reduced modulo this before squaring
 # Tags: agreement messages, then one band per kind of data message.
 TAG_AGREE, TAG_DATA, TAG_TREE, TAG_PLAN = 11, 12, 64, 13
+# Channels: each exchange call and each Plan has a tag of its own (MPI allows
+# tags up to at least 32767).
+TAG_CHANNELS, CHANNELS = 1024, 1024
+TAG_PLANS, PLANS = 4096, 16384
+# Vector slots before the codes: error flag, count, speculating flag.
+_SLOTS = 3
+_EMPTY = np.empty(0, np.uint8)
+
+
+def channel_tag(call: str) -> int:
+    """The tag of an exchange channel (the same on every rank)."""
+    return TAG_CHANNELS + zlib.crc32(call.encode()) % CHANNELS
+
+
+def plan_tag(serial: int) -> int:
+    """The tag of the plan with serial number ``serial``."""
+    return TAG_PLANS + serial % PLANS
 
 
 def field_code(value) -> int:
@@ -65,10 +96,18 @@ class World:
         self._calls = 0
         self._freed = False
         self._serial = 0
-        self._vector = np.zeros(2 + 3 * (2 + MAX_FIELDS), np.int64)
+        self._vector = np.zeros(_SLOTS + 3 * (2 + MAX_FIELDS), np.int64)
         self._total = np.zeros_like(self._vector)
+        # Whether agreements are nonblocking, so that calls may speculate.
+        self.overlaps = self._comm is not None and self.size > 1 and \
+            hasattr(self._comm, "Iallreduce")
+        self._open = None          # the agreement begun and not finished
+        self._request = None       # its Iallreduce
+        self._posted = []          # speculative messages: (kind, peer, tag, nbytes)
+        self._requests = []        # and their requests
         self.cache = {}          # per-world state of the calls (header caches, staging)
         self._codes = {}
+        self._tails = {}
 
     # -- life cycle -----------------------------------------------------------------
     @property
@@ -120,23 +159,63 @@ class World:
         Returns:
             The sum of ``count`` over the ranks.
         """
+        self.begin(operation, error, fields, count)
+        return self.finish()[0]
+
+    def begin(self, operation: str, error=None, fields=(), count: int = 0,
+              speculative: bool = False) -> None:
+        """Post the agreement of :meth:`agree` without waiting for it.
+
+        Between ``begin`` and :meth:`finish` a speculating call (``speculative``,
+        only where :attr:`overlaps`) posts its messages with :meth:`spec_irecv`,
+        :meth:`spec_isend` and :meth:`spec_started`. Nothing between the two may
+        raise: every rank counts on this rank's messages.
+        """
         if self._freed:
             self.require_open(operation)
         self._calls += 1
+        self._open = (operation, error, fields, count)
+        if self.size == 1:
+            return
+        call = self._calls % (_FIELD - 1) + 1
+        self._vector[:] = [1 if error is not None else 0, count, 1 if speculative else 0,
+                           1, call, call * call] + self._tail(operation, fields)
+        vector = self._vector
+        if self.overlaps:
+            self._request = self._comm.Iallreduce(vector, self._total)
+
+    def finish(self) -> tuple:
+        """Wait for the agreement begun by :meth:`begin`; raise on every rank if it
+        failed.
+
+        Returns:
+            ``(sum of count, hit)``: ``hit`` when every rank speculated, the
+            counts sum to zero and nothing failed, so that the speculative
+            messages are the call's; the caller then waits for them. Otherwise
+            they are complete (drained) when this returns or raises.
+        """
+        operation, error, fields, count = self._open
+        self._open = None
         if self.size == 1:
             if error is not None:
                 raise error
-            return count
-        codes = [self._calls % (_FIELD - 1) + 1, self._code(operation)]
-        codes += [None if value is None else field_code(value) for value, _, _ in fields]
-        slots = [1 if error is not None else 0, count]
-        for code in codes:
-            slots += (0, 0, 0) if code is None else (1, code, code * code)
-        vector = self._vector
-        vector[:len(slots)] = slots
-        vector[len(slots):] = 0
-        total = self._sum(vector).tolist()
-        if not (_all_equal(total, 0) and _all_equal(total, 1)):
+            return count, False
+        if self._request is not None:
+            self._request.Wait()
+            self._request = None
+            total = self._total.tolist()
+        else:
+            total = self._sum(self._vector).tolist()
+        speculated = total[2]
+        same_call = _all_equal(total, 0) and _all_equal(total, 1)
+        same_fields = same_call and all(_all_equal(total, i)
+                                        for i in range(2, 2 + len(fields)))
+        hit = same_fields and not total[0] and not total[1] and speculated == self.size
+        posted, self._posted = self._posted, []
+        requests, self._requests = self._requests, []
+        if not hit and speculated:
+            self._drain(posted, requests)
+        if not same_call:
             names = self.allgather((operation, self._calls))
             raise ValueError(mismatch_message(names))
         if total[0]:
@@ -148,7 +227,71 @@ class World:
                 values = self.allgather(value)
                 seen = sorted({repr(x) for x in values if x is not None})
                 raise exc_type(f"{what} differs between ranks: {', '.join(seen)}")
-        return total[1]
+        return total[1], hit
+
+    # -- speculative messages ---------------------------------------------------------
+    def spec_irecv(self, buffer, peer: int, tag: int):
+        """``Irecv`` of a speculative message (see :meth:`begin`)."""
+        request = self._comm.Irecv(buffer, peer, tag)
+        self._posted.append((0, peer, tag, 0))
+        self._requests.append(request)
+        return request
+
+    def spec_isend(self, buffer, peer: int, tag: int):
+        """``Isend`` of a speculative message (see :meth:`begin`)."""
+        request = self._comm.Isend(buffer, peer, tag)
+        self._posted.append((1, peer, tag, buffer.nbytes))
+        self._requests.append(request)
+        return request
+
+    def spec_started(self, requests, posted) -> None:
+        """Speculative persistent requests, started by the caller; ``posted`` as
+        ``(kind, peer, tag, nbytes)``, kind 0 for a receive and 1 for a send."""
+        self._requests.extend(requests)
+        self._posted.extend(posted)
+
+    def _drain(self, posted, requests) -> None:
+        """Complete every rank's speculative messages: each rank tells each peer
+        the sizes it sent and how many receives it posted, per tag; a receive
+        nothing was sent for gets an empty message, a message nothing was posted
+        for is received into a scratch buffer. Messages of one peer and tag
+        arrive in order, so the posted receives take the first ones."""
+        told = [({}, {}) for _ in range(self.size)]      # per peer: (sent, received)
+        for kind, peer, tag, nbytes in posted:
+            if kind:
+                told[peer][0].setdefault(tag, []).append(nbytes)
+            else:
+                told[peer][1][tag] = told[peer][1].get(tag, 0) + 1
+        heard = self._comm.alltoall(told)
+        requests = list(requests)
+        for peer, (sent_here, received_there) in enumerate(heard):
+            sent_there, received_here = told[peer]
+            for tag, sizes in sent_here.items():
+                for nbytes in sizes[received_here.get(tag, 0):]:
+                    requests.append(self._comm.Irecv(np.empty(nbytes, np.uint8), peer,
+                                                     tag))
+            for tag, wanted in received_there.items():
+                for _ in range(wanted - len(sent_there.get(tag, ()))):
+                    requests.append(self._comm.Isend(_EMPTY, peer, tag))
+        wait_all(requests)
+
+    def _tail(self, operation: str, fields) -> list:
+        """The vector's slots after the call counter's: the operation's and the
+        fields' codes, zero-padded (kept for the operations and values seen)."""
+        try:
+            key = (operation,) + tuple((type(v), v) for v, _, _ in fields)
+            tail = self._tails.get(key)
+        except TypeError:              # a value that cannot be a key
+            key, tail = None, None
+        if tail is None:
+            tail = []
+            for code in [self._code(operation)] + [None if v is None else field_code(v)
+                                                   for v, _, _ in fields]:
+                tail += (0, 0, 0) if code is None else (1, code, code * code)
+            tail += [0] * (self._vector.size - _SLOTS - 3 - len(tail))
+            if key is not None and len(self._tails) < 1024:
+                self._tails[key] = tail
+        return tail
 
     def _code(self, operation: str) -> int:
         code = self._codes.get(operation)
@@ -195,7 +338,7 @@ class World:
 def _all_equal(total: list, slot: int) -> bool:
     """Whether every rank that gave slot ``slot`` gave the same value (the sums of
     the codes and of their squares meet Cauchy-Schwarz with equality)."""
-    n, s, q = total[2 + 3 * slot: 5 + 3 * slot]
+    n, s, q = total[_SLOTS + 3 * slot: _SLOTS + 3 + 3 * slot]
     return s * s == n * q
 
 
