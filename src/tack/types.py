@@ -251,3 +251,19 @@ def as_element_type(dtype):
     if isinstance(dtype, CompositeType):
         return dtype
     return as_scalar_type(dtype)
+
+
+def type_name(dtype) -> str:
+    """A stable spelling of a scalar or element type: ``"f32"``, ``"vec3(f32)"``
+    (what :func:`from_type_name` reads back; used in messages between ranks)."""
+    return str(dtype)
+
+
+def from_type_name(name: str):
+    """The scalar or element type :func:`type_name` spelled."""
+    if name.endswith(")"):
+        head, _, scalar = name[:-1].partition("(")
+        kind = head[:3]
+        digits = tuple(int(c) for c in head[3:])
+        return composite(kind, digits, scalar_type(scalar))
+    return scalar_type(name)

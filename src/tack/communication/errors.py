@@ -8,6 +8,8 @@ raised instead of raising, so the rank can still take part in the agreement.
 
 from __future__ import annotations
 
+from .. import types as T
+
 import builtins
 
 from ..runtime.array import Array
@@ -133,7 +135,7 @@ def row_layout(blocks, call: str, tables, rows: dict, words: dict) -> tuple:
         for name, a in named.items():
             if a.ndim == 0 or a.shape[0] != rows[gid]:
                 raise ValueError(f"{call}: {words['bad'](gid, name, a.shape, rows[gid])}")
-        layouts.add(tuple((n, a.dtype.name, a.shape[1:]) for n, a in named.items()))
+        layouts.add(tuple((n, T.type_name(a.dtype), a.shape[1:]) for n, a in named.items()))
     if len(layouts) > 1:
         raise TypeError(f"{call}: {words['differ']} have different names, types or "
                         f"trailing shapes on different blocks")

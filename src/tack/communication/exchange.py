@@ -161,7 +161,7 @@ def _outgoing(blocks, messages) -> dict:
             if not named:
                 items.append(((src_id, dst_id, None, None, ()), None))
             for name, array in named.items():
-                items.append(((src_id, dst_id, name, array.dtype.name, array.shape),
+                items.append(((src_id, dst_id, name, T.type_name(array.dtype), array.shape),
                               array))
     return per_rank
 
@@ -333,7 +333,7 @@ def pair_layout(headers: tuple) -> tuple:
         if name is None:
             items.append(None)
             continue
-        dt = T.scalar_type(dtype)
+        dt = T.from_type_name(dtype)
         nbytes = math.prod(shape) * dt.itemsize
         items.append((dt, shape, nbytes))
         if nbytes >= LARGE:
@@ -387,7 +387,7 @@ def _receive_direct(blocks, header):
     src, dst, name, dtype, shape = header
     if name is None:
         return None
-    return transport.empty_on(blocks.device(dst), T.scalar_type(dtype), shape)
+    return transport.empty_on(blocks.device(dst), T.from_type_name(dtype), shape)
 
 
 def _assemble(blocks, local_items, received) -> dict:

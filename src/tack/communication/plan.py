@@ -147,6 +147,10 @@ class Plan:
         for g in blocks.local:
             array = require_array(RUN, f"the values of block {g}", values[g])
             require_on_device(blocks, RUN, f"the values of block {g}", g, array)
+            if isinstance(array.dtype, T.CompositeType):
+                raise TypeError(f"{RUN}: the values of block {g} are {array.dtype} "
+                                f"elements; a plan moves scalar elements (run it once per "
+                                f"component array)")
             types.add(array.dtype.name)
             if self._highest.get(g, -1) >= array.size:
                 raise ValueError(f"{RUN}: the values of block {g} have {array.size} "

@@ -145,13 +145,15 @@ class Routing:
         out = {}
         for g in blocks.local:
             n = len(self._destination[g])
-            result = {name: np.zeros((n,) + shape, T.scalar_type(dtype).numpy)
+            result = {name: np.zeros((n,) + _host_shape(dtype, shape), _host_type(dtype))
                       for name, dtype, shape in layout}
             for d, message in received[g].items():
                 index = self._routes[g][d]
                 for name, array in message.items():
                     result[name][index] = array.numpy()
-            out[g] = {k: _to_device(v, device=blocks.device(g)) for k, v in result.items()}
+            types = {name: T.from_type_name(dtype) for name, dtype, _ in layout}
+            out[g] = {k: _to_device(v, device=blocks.device(g), dtype=types[k])
+                      for k, v in result.items()}
         return out
 
     def _layout(self, call: str, payloads, rows: dict) -> tuple:
@@ -258,6 +260,15 @@ def _stack(by_origin: dict, layout, device) -> dict:
     for name, dtype, shape in layout:
         parts = [m[name].numpy() for m in by_origin.values()]
         values = np.concatenate(parts) if parts else \
-            np.empty((0,) + shape, T.scalar_type(dtype).numpy)
-        out[name] = _to_device(values, device=device)
+            np.empty((0,) + _host_shape(dtype, shape), _host_type(dtype))
+        out[name] = _to_device(values, device=device, dtype=T.from_type_name(dtype))
     return out
+
+
+def _host_type(type_name: str) -> np.dtype:
+    return T.scalar_of(T.from_type_name(type_name)).numpy
+
+
+def _host_shape(type_name: str, shape: tuple) -> tuple:
+    """A row's shape on the host: its trailing shape and any component dims."""
+    return shape + T.element_shape(T.from_type_name(type_name))

@@ -50,7 +50,7 @@ def sort_by_key(blocks, keys, values):
     run, rows = sorted_ or (None, None)
     positions, cuts = _boundaries(blocks, run, late)
     run, rows = _redistribute(blocks, run, rows, cuts)
-    out_keys, out_values = _cut(blocks, run, rows, positions)
+    out_keys, out_values = _cut(blocks, run, rows, positions, layout)
     return (out_keys, out_values) if payload else out_keys
 
 
@@ -265,8 +265,10 @@ def _redistribute(blocks, run, rows, cuts):
     return keys[permutation], {n: m[permutation] for n, m in zip(names, merged[1:])}
 
 
-def _cut(blocks, run, rows, positions):
-    """Per block of this rank: its keys and payload rows, on its device."""
+def _cut(blocks, run, rows, positions, layout):
+    """Per block of this rank: its keys and payload rows, on its device (rows of
+    vector or matrix payloads become arrays of those elements again)."""
+    types = {name: T.from_type_name(dtype) for name, dtype, _ in layout or ()}
     if not len(blocks.local):
         return {}, {}
     start = positions[blocks.local.start]
@@ -276,11 +278,12 @@ def _cut(blocks, run, rows, positions):
         device = blocks.device(gid)
         keys[gid] = _place(run[lo:hi], device)
         if rows is not None:
-            values[gid] = {n: _place(r[lo:hi], device) for n, r in rows.items()}
+            values[gid] = {n: _place(r[lo:hi], device, types.get(n)) for n, r in rows.items()}
     return keys, values
 
 
-def _place(values: np.ndarray, device):
+def _place(values: np.ndarray, device, dtype=None):
     values = np.ascontiguousarray(values)
-    return transport.wrap(values.reshape(-1).view(np.uint8), 0,
-                          T.from_numpy(values.dtype), values.shape, device)
+    dtype = dtype or T.from_numpy(values.dtype)
+    shape = values.shape[:values.ndim - len(T.element_shape(dtype))]
+    return transport.wrap(values.reshape(-1).view(np.uint8), 0, dtype, shape, device)

@@ -100,8 +100,9 @@ def wrap(buffer: np.ndarray, offset: int, dtype: T.ScalarType, shape: tuple, dev
             address = buffer.__array_interface__["data"][0] if buffer.size else 0
         hold = ExternalBuffer(address + offset, nbytes, buffer)
         return Array(hold, shape, dtype, device, writable=True)
-    values = buffer[offset: offset + nbytes].view(dtype.numpy).reshape(shape)
-    return _copy_to_device(values, device=device)
+    values = buffer[offset: offset + nbytes].view(T.scalar_of(dtype).numpy)
+    return _copy_to_device(values.reshape(shape + T.element_shape(dtype)), device=device,
+                           dtype=dtype)
 
 
 class Staging:

@@ -26,7 +26,7 @@ def require_op(call: str, op) -> str:
 def kind_of(call: str, gid: int, value) -> tuple:
     """``(kind, host values)`` of one block's value."""
     if isinstance(value, Array):
-        return ("array", value.dtype.name, value.shape), value.numpy()
+        return ("array", T.type_name(value.dtype), value.shape), value.numpy()
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{call}: the value of block {gid} is a bool; use an int")
     if isinstance(value, int):
@@ -69,11 +69,14 @@ def describe(kind) -> str:
 def numpy_dtype(kind) -> np.dtype:
     if kind[0] in ("int", "float"):
         return np.dtype(np.int64 if kind[0] == "int" else np.float64)
-    return T.scalar_type(kind[1]).numpy
+    return T.scalar_of(T.from_type_name(kind[1])).numpy
 
 
 def shape_of(kind) -> tuple:
-    return kind[2] if kind[0] == "array" else ()
+    """The host values' shape: a vector or matrix array's has its components."""
+    if kind[0] != "array":
+        return ()
+    return kind[2] + T.element_shape(T.from_type_name(kind[1]))
 
 
 def identity(kind, op: str) -> np.ndarray:
@@ -102,7 +105,7 @@ def restore(kind, values: np.ndarray, device):
         return float(values[()])
     if kind[0] == "numpy":
         return values.dtype.type(values[()])
-    return _to_device(values, device=device)
+    return _to_device(values, device=device, dtype=T.from_type_name(kind[1]))
 
 
 def result_device(blocks):
