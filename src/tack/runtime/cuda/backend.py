@@ -33,10 +33,10 @@ from ...ir.passes.pack import PackInfo, pack_scalars
 from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
 from ..backend import Backend
+from ..grid import WORKGROUP, launch_count
 from . import compile as nvrtc_compile
 from .driver import Context, CUDAError, check, current_index
 
-WORKGROUP = 256
 MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
 _TARGET = CUDATarget()
 _NOT_LOADABLE = ("CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
@@ -316,19 +316,9 @@ class CUDABackend(Backend):
             last[0], last[1] = scalars, host
 
         def launch(args, extents):
-            total = 1
-            for e in extents:
-                if e <= 0:
-                    return
-                total *= e
-            if program.full_workgroups and total % WORKGROUP:
-                raise ValueError(f"Kernel '{name}' uses workgroup collectives (barriers, "
-                                 f"shared memory or block reductions), so its launch "
-                                 f"must fill whole workgroups of {WORKGROUP}: "
-                                 f"{total} iterations is not a multiple of {WORKGROUP}")
-            if total > MAX_LAUNCH:
-                raise ValueError(f"a launch of {total} iterations is larger than one "
-                                 f"CUDA grid can index ({MAX_LAUNCH})")
+            total = launch_count(name, extents, program.full_workgroups, MAX_LAUNCH, "CUDA")
+            if not total:
+                return
             scalars = tuple([args[arg] for arg, _, _ in info.slots])
             arrays = [a for a in args if hasattr(a, "_buffer")]
             shared = False

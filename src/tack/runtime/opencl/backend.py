@@ -26,8 +26,8 @@ from ...ir.passes.pack import PackInfo, pack_scalars
 from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
 from ..backend import Backend
+from ..grid import WORKGROUP, launch_count
 
-WORKGROUP = 256
 MAX_LAUNCH = 1 << 40   # iterations one launch may index (a flat long index)
 _TARGET = OpenCLTarget()
 
@@ -175,19 +175,10 @@ class OpenCLBackend(Backend):
         name = program.name
 
         def launch(args, extents):
-            total = 1
-            for e in extents:
-                if e <= 0:   # no iterations (two negative extents multiply to > 0)
-                    return
-                total *= e
-            if program.full_workgroups and total % WORKGROUP:
-                raise ValueError(f"Kernel '{name}' uses workgroup collectives (barriers, "
-                                 f"shared memory or block reductions), so its launch "
-                                 f"must fill whole workgroups of {WORKGROUP}: "
-                                 f"{total} iterations is not a multiple of {WORKGROUP}")
-            if total > MAX_LAUNCH:
-                raise ValueError(f"a launch of {total} iterations is larger than one "
-                                 f"OpenCL grid can index ({MAX_LAUNCH})")
+            total = launch_count(name, extents, program.full_workgroups, MAX_LAUNCH,
+                                 "OpenCL")
+            if not total:
+                return
             scalars = tuple(args[arg] for arg, _, _ in info.slots)
             marker = tuple(map(repr, scalars))   # 0.0 == -0.0, but their bits differ
             arrays = [a._buffer.mem for a in args if hasattr(a, "_buffer")]

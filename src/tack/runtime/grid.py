@@ -1,0 +1,26 @@
+"""The iteration count of a device launch, checked the same way on every GPU backend."""
+
+from __future__ import annotations
+
+WORKGROUP = 256   # lanes per workgroup on the device backends
+
+
+def launch_count(name: str, extents, full_workgroups: bool, limit: int, api: str) -> int:
+    """The product of ``extents``, or 0 when one is not positive (nothing runs:
+    two negative extents must not multiply to a positive count). ``ValueError``
+    for a workgroup kernel whose count is not a multiple of :data:`WORKGROUP`,
+    or a count past ``limit``, what one ``api`` grid can index."""
+    total = 1
+    for e in extents:
+        if e <= 0:
+            return 0
+        total *= e
+    if full_workgroups and total % WORKGROUP:
+        raise ValueError(f"Kernel '{name}' uses workgroup collectives (barriers, "
+                         f"shared memory or block reductions), so its launch "
+                         f"must fill whole workgroups of {WORKGROUP}: "
+                         f"{total} iterations is not a multiple of {WORKGROUP}")
+    if total > limit:
+        raise ValueError(f"a launch of {total} iterations is larger than one "
+                         f"{api} grid can index ({limit})")
+    return total
