@@ -245,7 +245,8 @@ def _sends(world, outgoing: dict, direct: bool) -> list:
         if peer == rank:
             continue
         if direct:
-            out.append((peer, [a for _, a in items if a is not None and a.nbytes]))
+            out.append((peer, [transport.for_mpi(a) for _, a in items
+                               if a is not None and a.nbytes]))
         else:
             out.append((peer, _send_staged(items, _staging(world), peer)))
     return out

@@ -23,6 +23,7 @@ from ..runtime.array import Array
 from ..runtime.buffers import ExternalBuffer
 from ..runtime.creation import array as _copy_to_device
 from ..runtime.creation import empty
+from ..runtime.host_ops import copyto
 
 _HOST_DLPACK = (1, 3, 11)       # kDLCPU, kDLCUDAHost, kDLROCMHost
 ALIGN = 64
@@ -120,5 +121,21 @@ class Staging:
 
 
 def empty_on(device, dtype, shape):
-    """A new array to receive into directly (GPU-aware transport)."""
-    return empty(shape, dtype, device=device)
+    """A new array to receive into directly (GPU-aware transport), in memory MPI
+    may be handed (``Backend.mpi_direct``, ``Backend.allocate_mpi_array``)."""
+    backend = device.backend
+    if getattr(backend, "mpi_direct", True):
+        return empty(shape, dtype, device=device)
+    return backend.allocate_mpi_array(device, shape, dtype)
+
+
+def for_mpi(array):
+    """``array`` itself where MPI may be handed its memory, else a copy of it in
+    memory it may (GPU-aware transport). Either way its queue has finished
+    with it when MPI reads it: DLPack export waits for the launches so far."""
+    backend = array.device.backend
+    if getattr(backend, "mpi_direct", True):
+        return array
+    staged = backend.allocate_mpi_array(array.device, array.shape, array.dtype)
+    copyto(staged, array)
+    return staged

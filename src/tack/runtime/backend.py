@@ -54,6 +54,15 @@ class Backend:
     def memory_space(self, ptr) -> str:
         return "cpu"
 
+    # -- GPU-aware MPI ---------------------------------------------------------------
+    mpi_direct = True   # whether MPI may be handed this backend's buffers as they are
+
+    def allocate_mpi_array(self, device, shape, dtype):
+        """A new array on ``device`` in memory MPI may be handed (GPU-aware
+        transport stages through one where ``mpi_direct`` is false)."""
+        from .creation import empty
+        return empty(shape, dtype, device=device)
+
     @property
     def class_name(self) -> str:
         return type(self).__name__

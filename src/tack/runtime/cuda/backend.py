@@ -172,6 +172,25 @@ class CUDABackend(Backend):
                 address = check(self.driver.cuMemAlloc(size), f"cuMemAlloc({size} bytes)")
         return CUDABuffer(self, int(address), nbytes, owned=True, pooled=self.pools)
 
+    @property
+    def mpi_direct(self) -> bool:
+        """Stream-ordered pool memory may not be registrable by a CUDA-aware MPI
+        (its IPC paths expect cuMemAlloc memory), so pooled buffers are staged."""
+        return not self.pools
+
+    def allocate_mpi_array(self, device, shape, dtype):
+        """An array in plain ``cuMemAlloc`` memory, which MPI may be handed."""
+        from ..array import Array
+        element = T.as_element_type(dtype)
+        nbytes = element.itemsize
+        for extent in shape:
+            nbytes *= extent
+        with self.context.active():
+            address = check(self.driver.cuMemAlloc(max(nbytes, 8)),
+                            f"cuMemAlloc({nbytes} bytes)")
+        buffer = CUDABuffer(self, int(address), nbytes, owned=True, pooled=False)
+        return Array(buffer, tuple(shape), element, device)
+
     def wrap(self, address: int, nbytes: int, owner=None) -> CUDABuffer:
         """Device memory Tack does not own (DLPack imports, ``array_from_ptr``)."""
         return CUDABuffer(self, int(address), nbytes, owned=False, owner=owner)
