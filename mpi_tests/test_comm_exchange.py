@@ -116,3 +116,25 @@ def test_large_arrays_several_per_pair(comm, rng):
 
 if __name__ == "__main__":
     main(globals())
+
+
+def test_gpu_aware_staging_when_mpi_may_not_take_the_buffers(comm, rng):
+    # A backend whose buffers MPI may not be handed (CUDA's stream-ordered pool)
+    # stages each message through Backend.allocate_mpi_array memory; the CPU
+    # backend stands in for it here, counting the staging allocations.
+    backend = tack.device("cpu").backend
+    made = []
+    original = type(backend).allocate_mpi_array
+
+    def counting(self, device, shape, dtype):
+        made.append(shape)
+        return original(self, device, shape, dtype)
+    type(backend).mpi_direct = False
+    type(backend).allocate_mpi_array = counting
+    try:
+        run_patterns(comm, rng, True)
+    finally:
+        type(backend).mpi_direct = True
+        type(backend).allocate_mpi_array = original
+    if comm.Get_size() > 1:
+        assert made, "no message was staged"
