@@ -103,6 +103,40 @@ def test_ghost_layers_gpu_aware(comm, rng):
                dtypes=(np.float64, np.int32))
 
 
+def check_vector_ring(comm, rng, gpu_aware):
+    """Each block sends elements 0 and 2 of a vec3 array to elements 1 and 3 of
+    the next block's (a ring over every block of the world)."""
+    size = comm.Get_size()
+    counts = [1 + r % 2 for r in range(size)]
+    blocks, world = blocks_for(comm, counts, tack.World(comm, gpu_aware=gpu_aware))
+    total = blocks.count
+    plan = tack.Plan(blocks, {g: {(g + 1) % total: np.array([0, 2])} for g in blocks.local},
+                     {g: {(g - 1) % total: np.array([1, 3])} for g in blocks.local})
+    field = rng.standard_normal((total, 4, 3)).astype(np.float32)
+    field = world_bcast(comm, field)
+    values = {g: tack.array(field[g], dtype=tack.vec3()) for g in blocks.local}
+    plan.run(values)
+    for g in blocks.local:
+        want = field[g].copy()
+        want[[1, 3]] = field[(g - 1) % total][[0, 2]]
+        assert values[g].dtype == tack.vec3()
+        np.testing.assert_array_equal(values[g].numpy(), want, f"block {g}, {counts}")
+    plan.free()
+    world.free()
+
+
+def world_bcast(comm, value):
+    return comm.bcast(value, root=0)
+
+
+def test_vector_elements(comm, rng):
+    check_vector_ring(comm, rng, False)
+
+
+def test_vector_elements_gpu_aware(comm, rng):
+    check_vector_ring(comm, rng, True)
+
+
 def test_one_block_per_rank_wide_grid(comm, rng):
     size = comm.Get_size()
     check_grid(comm, rng, size, 1, 64, 48, 3, [1] * size)

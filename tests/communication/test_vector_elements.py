@@ -1,8 +1,7 @@
 """Arrays of vector and matrix elements through the communication layer (one process).
 
-exchange, the collectives, Routing and sort_by_key carry the element type
-through (a vec3 array arrives as a vec3 array); a Plan moves scalar elements
-and refuses vector arrays by name.
+exchange, the collectives, Routing, sort_by_key and Plan carry the element
+type through (a vec3 array arrives as a vec3 array).
 """
 
 import re
@@ -85,11 +84,19 @@ def test_sort_by_key_carries_vector_payloads():
     np.testing.assert_array_equal(got_rows, all_rows[order], err_msg=f"seed {SEED}")
 
 
-def test_plan_refuses_vector_values():
+@pytest.mark.parametrize("element", [tack.vec3(), tack.mat22(dtype=tack.f64)])
+def test_plan_moves_vector_elements(element):
+    rng = np.random.default_rng(SEED)
     blocks = tack.Blocks(["cpu"] * 2)
-    plan = tack.Plan(blocks, {0: {1: np.array([0])}}, {1: {0: np.array([1])}})
-    values = {0: tack.zeros(3, tack.vec3()), 1: tack.zeros(3, tack.vec3())}
-    with pytest.raises(TypeError, match=re.escape(
-            "Plan.run(): the values of block 0 are vec3(f32) elements; a plan moves scalar "
-            "elements (run it once per component array)")):
-        plan.run(values)
+    plan = tack.Plan(blocks, {0: {1: np.array([0, 2]), 0: np.array([1])}},
+                     {1: {0: np.array([1, 3])}, 0: {0: np.array([3])}})
+    shape = (4,) + element.shape
+    host = {g: rng.standard_normal(shape).astype(element.scalar.numpy) for g in (0, 1)}
+    values = {g: tack.array(host[g], dtype=element) for g in (0, 1)}
+    plan.run(values)
+    want0, want1 = host[0].copy(), host[1].copy()
+    want1[[1, 3]] = host[0][[0, 2]]
+    want0[3] = host[0][1]
+    assert values[1].dtype == element
+    np.testing.assert_array_equal(values[1].numpy(), want1, err_msg=f"seed {SEED}")
+    np.testing.assert_array_equal(values[0].numpy(), want0, err_msg=f"seed {SEED}")

@@ -131,7 +131,7 @@ class Plan:
     def _copy_back(views) -> None:
         for g, (given, view, copied) in views.items():
             if copied:
-                copyto(given, view.reshape(given.shape))
+                copyto(given, view.reshape(given.storage_shape))
 
     def _views(self, values):
         """``{gid: (array, flat host values, copied)}``, reused while the same arrays
@@ -147,11 +147,7 @@ class Plan:
         for g in blocks.local:
             array = require_array(RUN, f"the values of block {g}", values[g])
             require_on_device(blocks, RUN, f"the values of block {g}", g, array)
-            if isinstance(array.dtype, T.CompositeType):
-                raise TypeError(f"{RUN}: the values of block {g} are {array.dtype} "
-                                f"elements; a plan moves scalar elements (run it once per "
-                                f"component array)")
-            types.add(array.dtype.name)
+            types.add(T.type_name(array.dtype))
             if self._highest.get(g, -1) >= array.size:
                 raise ValueError(f"{RUN}: the values of block {g} have {array.size} "
                                  f"elements, but the plan uses element "
@@ -165,7 +161,8 @@ class Plan:
                 continue
             view = transport.host_view(array)
             copied = view is None and receives
-            view = (array.numpy() if view is None else view).reshape(-1)
+            rows = (-1,) + T.element_shape(array.dtype)   # an element per row
+            view = (array.numpy() if view is None else view).reshape(rows)
             views[g] = (array, view, copied)
         if len(types) > 1:
             raise TypeError(f"{RUN}: the values have different element types on "
@@ -255,15 +252,17 @@ class _State:
     def __init__(self, plan: Plan, type_name):
         world = plan.blocks.world
         self.type_name = type_name
-        dtype = T.scalar_type(type_name).numpy if type_name else np.dtype(np.uint8)
-        self.local = [(s, d, i, j, np.empty(i.size, dtype)) for s, d, i, j in plan._local]
+        element = T.from_type_name(type_name) if type_name else T.u8
+        dtype, rows = T.scalar_of(element).numpy, T.element_shape(element)
+        self.local = [(s, d, i, j, np.empty((i.size,) + rows, dtype))
+                      for s, d, i, j in plan._local]
         self.gathers, self.scatters, sends, recvs = [], [], [], []
         for peer, items in plan._out.items():
-            buffer = np.empty(sum(i.size for _, i in items), dtype)
+            buffer = np.empty((sum(i.size for _, i in items),) + rows, dtype)
             self.gathers.extend(_pieces(buffer, items))
             sends.append((buffer, peer))
         for peer, items in plan._in.items():
-            buffer = np.empty(sum(i.size for _, i in items), dtype)
+            buffer = np.empty((sum(i.size for _, i in items),) + rows, dtype)
             self.scatters.extend(_pieces(buffer, items))
             recvs.append((buffer, peer))
         self.requests = _Requests(world, plan.tag, recvs, sends)
@@ -277,18 +276,18 @@ class _State:
             requests.start_sends(speculative, empty=True)
             return
         for g, index, out in self.gathers:
-            np.take(views[g][1], index, out=out, mode="clip")
+            np.take(views[g][1], index, axis=0, out=out, mode="clip")
         requests.start_sends(speculative)
         for s, _, index, _, out in self.local:
-            np.take(views[s][1], index, out=out, mode="clip")
+            np.take(views[s][1], index, axis=0, out=out, mode="clip")
 
     def complete(self, views) -> None:
         """Write the local copies and the received elements; wait for the sends."""
         for _, d, _, index, data in self.local:
-            np.put(views[d][1], index, data, mode="clip")
+            _put(views[d][1], index, data)
         self.requests.wait_receives()
         for g, index, data in self.scatters:
-            np.put(views[g][1], index, data, mode="clip")
+            _put(views[g][1], index, data)
         self.requests.wait_sends()
 
     def free(self) -> None:
@@ -302,7 +301,7 @@ class _DirectState:
     def __init__(self, plan: Plan, type_name):
         blocks, world = plan.blocks, plan.blocks.world
         self.type_name = type_name
-        dtype = T.scalar_type(type_name) if type_name else T.u8
+        dtype = T.from_type_name(type_name) if type_name else T.u8
 
         def on(g, index):
             device = blocks.device(g)
@@ -340,6 +339,14 @@ class _DirectState:
 
     def free(self) -> None:
         self.requests.free()
+
+
+def _put(view: np.ndarray, index: np.ndarray, data: np.ndarray) -> None:
+    """``view[index] = data`` by rows (elements); indices were checked at run."""
+    if view.ndim == 1:
+        np.put(view, index, data, mode="clip")
+    else:
+        view[index] = data
 
 
 def _pieces(buffer: np.ndarray, items) -> list:
