@@ -5,10 +5,13 @@ from a fresh random seed (in the failure message); each invalid one must
 raise exactly the expected UnsupportedSyntaxError.
 """
 
+import os
 import random
 import secrets
 
 import pytest
+
+import tack
 
 from fuzz import generator, harness
 
@@ -40,6 +43,27 @@ def test_invalid_programs_raise_exactly(directory, block):
         problem = harness.check_invalid(p, directory)
         if problem:
             problems.append(f"program seed {s}: {problem}")
+    assert not problems, "\n".join(problems)
+
+
+def test_valid_programs_match_reference_on_opencl(directory):
+    # The same generated programs on the OpenCL backend (PoCL in CI), bit for bit.
+    if not tack.device_count("opencl"):
+        reason = "no OpenCL device (pip install pyopencl; apt install pocl-opencl-icd)"
+        if os.environ.get("TACK_REQUIRE_OPENCL", "").strip() not in ("", "0"):
+            pytest.fail(reason + "; TACK_REQUIRE_OPENCL is set")
+        pytest.skip(reason)
+    problems = []
+    previous = tack.get_default_device()
+    tack.set_default_device("opencl")
+    try:
+        for s in range(60):
+            p = generator.valid_program(random.Random(f"valid-{s}"), s)
+            problem = harness.check_valid(p, directory, INPUT_SEED + s)
+            if problem:
+                problems.append(f"program seed {s}: {problem}")
+    finally:
+        tack.set_default_device(previous)
     assert not problems, "\n".join(problems)
 
 
