@@ -62,6 +62,7 @@ class _Gen:
         self.func_array = None
         self.wrap_a = False
         self.vec_dtype = ""
+        self.nd = False           # an ndindex kernel: outputs written where j == 0
 
     # -- helpers ---------------------------------------------------------------
     def fresh(self, p):
@@ -448,10 +449,18 @@ class _Gen:
             e = self.fexpr(3)
             if not e.exact:
                 self.inexact = True
-            self.emit(depth, f"outf[i % n] = {e.text}")
+            self.write(depth, f"outf[i % n] = {e.text}")
         else:
             e = self.iexpr(3)
-            self.emit(depth, f"outi[i % n] = {e.text}")
+            self.write(depth, f"outi[i % n] = {e.text}")
+
+    def write(self, depth, statement):
+        """An output write; under ndindex only the j == 0 iteration writes, since
+        every j of one i meets the same element (a race on a GPU backend)."""
+        if self.nd:
+            self.emit(depth, "if j == 0:")
+            depth += 1
+        self.emit(depth, statement)
 
     # -- device functions ----------------------------------------------------------
     def device_function(self):
@@ -553,7 +562,7 @@ def valid_program(rng: random.Random, seed: int = 0) -> Program:
     funcs = []
     for _ in range(rng.randint(0, 2)):
         funcs += g.device_function() + [""]
-    nd = rng.random() < 0.4
+    nd = g.nd = rng.random() < 0.4
     g.lines = []
     g.emit(1, "n = len(a)")
     if nd:
@@ -568,8 +577,8 @@ def valid_program(rng: random.Random, seed: int = 0) -> Program:
     g.mutables = True
     g.block(2, 5, 0, [("ai", "i"), ("af", "f")], 1,
             [Expr("v", "i", -1000, 1000), Expr("g", "f")])
-    g.emit(2, "outi[i % n] += ai")
-    g.emit(2, "outf[i % n] += af")
+    g.write(2, "outi[i % n] += ai")
+    g.write(2, "outf[i % n] += af")
     body = g.lines
     src = ["import math", "", "import tack", "", ""] + funcs + [
         "@tack.kernel", "def k(a, b, c2, outf, outi, m, s):"] + body + [""]
