@@ -22,11 +22,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-import numpy as np
 
 import tack
+from timing import per_call
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,20 +52,6 @@ extern "C" __global__ void saxpy(const float* x, float* y, float a, long long n)
   if (i < n) y[i] = a * x[i] + y[i];
 }
 """
-
-
-def per_call(run, sync, calls: int, repeats: int) -> float:
-    """Median seconds per call over ``repeats`` batches of ``calls``."""
-    run()
-    sync()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            run()
-        sync()
-        times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times)
 
 
 def copy_bandwidth(dev, nbytes: int, repeats: int) -> float:

@@ -8,12 +8,11 @@ ratio. Needs pyopencl and an OpenCL device (PoCL runs it on the CPU).
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import tack
+from timing import per_call
 
 
 @tack.kernel
@@ -30,17 +29,6 @@ __kernel void saxpy(__global const float* x, __global float* y, float a, long n)
 """
 
 
-def batches(run, sync, calls, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            run()
-        sync()
-        times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times)
-
-
 def tack_side(n_small, n_big, calls, repeats):
     dev = tack.device("opencl")
     out = {}
@@ -49,7 +37,7 @@ def tack_side(n_small, n_big, calls, repeats):
         y = tack.ones(n, device=dev)
         saxpy(x, y, 2.0)
         dev.synchronize()
-        seconds = batches(lambda: saxpy(x, y, 2.0), dev.synchronize,
+        seconds = per_call(lambda: saxpy(x, y, 2.0), dev.synchronize,
                           calls if label == "small" else 3, repeats)
         out[label] = seconds
         if label == "big":
@@ -77,7 +65,7 @@ def raw_side(n_small, n_big, calls, repeats):
             cl.enqueue_nd_range_kernel(queue, kernel, (size,), (256,))
         run()
         queue.finish()
-        out[label] = batches(run, queue.finish, calls if label == "small" else 3, repeats)
+        out[label] = per_call(run, queue.finish, calls if label == "small" else 3, repeats)
     return out
 
 

@@ -4,7 +4,6 @@ exchange, the collectives, Routing, sort_by_key and Plan carry the element
 type through (a vec3 array arrives as a vec3 array).
 """
 
-import re
 import secrets
 
 import numpy as np

@@ -95,27 +95,34 @@ def _parse(spec: str):
     return type_, int(suffix)
 
 
+def _opencl():
+    from .opencl.backend import OpenCLBackend, _cl
+    _cl()
+    return OpenCLBackend
+
+
+def _cuda():
+    from .cuda.backend import CUDABackend
+    from .cuda.driver import load
+    load()
+    return CUDABackend
+
+
+# Backends that need a Python dependency: a loader that imports it (ImportError
+# when it is missing) and returns the backend class.
+_LOADERS = {"opencl": _opencl, "cuda": _cuda}
+
+
 def _backend_class(type_: str):
     if type_ == "cpu":
         from .cpu.backend import CPUBackend
         return CPUBackend
-    if type_ == "opencl":
+    if type_ in _LOADERS:
         try:
-            from .opencl.backend import OpenCLBackend, _cl
-            _cl()
+            return _LOADERS[type_]()
         except ImportError as exc:
-            raise RuntimeError(f"Cannot start the 'opencl' device: missing dependency. "
-                               f"({exc}) {_INSTALL['opencl']}") from exc
-        return OpenCLBackend
-    if type_ == "cuda":
-        try:
-            from .cuda.backend import CUDABackend
-            from .cuda.driver import load
-            load()
-        except ImportError as exc:
-            raise RuntimeError(f"Cannot start the 'cuda' device: missing dependency. "
-                               f"({exc}) {_INSTALL['cuda']}") from exc
-        return CUDABackend
+            raise RuntimeError(f"Cannot start the '{type_}' device: missing dependency. "
+                               f"({exc}) {_INSTALL[type_]}") from exc
     raise RuntimeError(
         f"Cannot start the '{type_}' device: {_PENDING[type_]} is not part of this "
         f"build of Tack yet. Use tack.device('cpu') (the default).")

@@ -47,7 +47,7 @@ def _float_mod(t, u, signed, n):
 
 
 def _int_pow(t, u, signed, n):
-    negative = (f"  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);\n"
+    negative = ("  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);\n"
                 if signed else "")
     return (f"static inline {t} tack_ipow_{n}({t} b, {t} e) {{\n{negative}"
             f"  {u} r = 1, p = ({u})b, n = ({u})e;\n"

@@ -17,10 +17,9 @@ from __future__ import annotations
 from ... import types as T
 from ..expressions import (
     Abs, And, Atomic, BinaryOp, BlockMax, BlockMin, BlockReduce, BlockSum, BoundsCheck,
-    Cast, ThreadId, Ceil, Compare, Const, DimSize, Expr,
-    FloatCast, Floor, FloorDiv, Invert, IsFinite, IsInf, IsNan, Load, LShift,
-    MathBinary, MathUnary, Max, Min, Mod, Name, Neg, Not, Or, Pow, RShift,
-    BitAnd, BitOr, BitXor, Select, Str, TrueDiv)
+    Cast, ThreadId, Ceil, Compare, Const, DimSize, Expr, FloatCast, Floor, Invert,
+    IsFinite, IsInf, IsNan, Load, LShift, MathBinary, MathUnary, Name, Neg, Not, Or, Pow,
+    RShift, BitAnd, BitOr, BitXor, Select, Str, TrueDiv)
 from ..registry import Registry
 from ..statements import (
     Allocate, Assign, Barrier, Break, Continue, ExprStmt, Function, If, ParallelFor, Print, SeqFor,

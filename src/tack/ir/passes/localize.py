@@ -11,7 +11,7 @@ parameter, since the host evaluates them.
 from __future__ import annotations
 
 from ..expressions import Name
-from ..statements import Assign, Function, ParallelFor
+from ..statements import Assign, Function
 from .names import all_names, assigned, fresh, rename
 
 

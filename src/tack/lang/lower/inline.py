@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 import copy
 
-from ...ir import expressions as E
-from ...ir import statements as S
 from ..func import Func
 from ..validate import validate_source
 from .arrays import func_array_params
