@@ -25,6 +25,8 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from .func import Func
 from .names import names_in
 
@@ -53,9 +55,11 @@ def methods_of(cls) -> dict:
     return found
 
 
+_NUMBERS = (int, float, np.integer, np.floating)
+
+
 def _is_number(value) -> bool:
-    import numpy as np
-    return (isinstance(value, (int, float)) or isinstance(value, (np.integer, np.floating)))
+    return isinstance(value, _NUMBERS)
 
 
 # -- what a kernel references --------------------------------------------------------------
@@ -136,31 +140,35 @@ class _Unusable(Exception):
 
 
 def _classify(obj, attrs, param: str, owner: str) -> tuple:
+    # Every call runs this: messages are built only when they are raised.
     from ..runtime.array import Array
     cls = type(obj)
     own = vars(obj) if hasattr(obj, "__dict__") else {}
+    on_class_dict = vars(cls)
     out = []
     for attr in attrs:
-        where = f"{owner}: '{param}.{attr}'"
         if attr.startswith("_"):
-            raise _Unusable(attr, f"{where}: private attributes of device class "
-                                  f"'{cls.__name__}' are not visible in kernels")
-        on_class = attr in vars(cls) and _is_number(vars(cls)[attr])
+            raise _Unusable(attr, f"{owner}: '{param}.{attr}': private attributes of "
+                                  f"device class '{cls.__name__}' are not visible in "
+                                  f"kernels")
+        on_class = attr in on_class_dict and isinstance(on_class_dict[attr], _NUMBERS)
         if attr in own:
             value = own[attr]
         elif on_class:
-            value = vars(cls)[attr]
+            value = on_class_dict[attr]
         else:
-            raise _Unusable(attr, f"{where} is not a number or array attribute of this "
-                                  f"device class '{cls.__name__}' instance")
-        if isinstance(value, Array):
+            raise _Unusable(attr, f"{owner}: '{param}.{attr}' is not a number or array "
+                                  f"attribute of this device class '{cls.__name__}' "
+                                  f"instance")
+        if type(value) is Array:
             out.append((attr, "array", None))
-        elif _is_number(value):
+        elif isinstance(value, _NUMBERS):
             out.append((attr, "const", _constant_key(value)) if on_class
                        else (attr, "scalar", None))
         else:
-            raise _Unusable(attr, f"{where} of device class '{cls.__name__}' is a "
-                                  f"{type(value).__name__}; kernels take numbers and arrays")
+            raise _Unusable(attr, f"{owner}: '{param}.{attr}' of device class "
+                                  f"'{cls.__name__}' is a {type(value).__name__}; kernels "
+                                  f"take numbers and arrays")
     return tuple(out)
 
 
