@@ -61,6 +61,24 @@ class CTarget:
             return "((float)NAN)" if kind == "nan" else "INFINITY"
         return "((double)NAN)" if kind == "nan" else "((double)INFINITY)"
 
+    def block_reduce_helper(self, op: str, lanes: int) -> str:
+        """A tree reduction over the workgroup in a shared scratch array
+        (``scratch_pointer``, synchronized by ``scratch_barrier``)."""
+        combine = {"sum": "a + b", "min": "b < a ? b : a", "max": "a < b ? b : a"}[op]
+        sync = self.scratch_barrier
+        return (f"{self.helper_prefix} float tack_block_{op}({self.scratch_pointer} s, "
+                f"float v) {{\n"
+                f"  int lane = {self.local_id()};\n"
+                f"  {sync}\n"
+                f"  s[lane] = v;\n"
+                f"  {sync}\n"
+                f"  for (int width = {lanes // 2}; width > 0; width >>= 1) {{\n"
+                f"    if (lane < width) {{ float a = s[lane], b = s[lane + width]; "
+                f"s[lane] = {combine}; }}\n"
+                f"    {sync}\n"
+                f"  }}\n"
+                f"  return s[0];\n}}\n")
+
 
 class OpenCLTarget(CTarget):
     """OpenCL C 1.2 (with the 64-bit atomics and fp64 extensions when present)."""
@@ -88,20 +106,8 @@ class OpenCLTarget(CTarget):
     def local_id(self) -> str:
         return "(long)get_local_id(0)"
 
-    def block_reduce_helper(self, op: str, lanes: int) -> str:
-        """A tree reduction over the workgroup in a shared scratch array."""
-        combine = {"sum": "a + b", "min": "b < a ? b : a", "max": "a < b ? b : a"}[op]
-        return (f"static inline float tack_block_{op}(__local float* s, float v) {{\n"
-                f"  int lane = get_local_id(0);\n"
-                f"  barrier(CLK_LOCAL_MEM_FENCE);\n"
-                f"  s[lane] = v;\n"
-                f"  barrier(CLK_LOCAL_MEM_FENCE);\n"
-                f"  for (int width = {lanes // 2}; width > 0; width >>= 1) {{\n"
-                f"    if (lane < width) {{ float a = s[lane], b = s[lane + width]; "
-                f"s[lane] = {combine}; }}\n"
-                f"    barrier(CLK_LOCAL_MEM_FENCE);\n"
-                f"  }}\n"
-                f"  return s[0];\n}}\n")
+    scratch_pointer = "__local float*"
+    scratch_barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
 
     def saturating(self, dst, expr: str) -> str:
         return f"convert_{self.type(dst)}_sat({expr})"
@@ -212,19 +218,8 @@ class CUDATarget(CTarget):
                 f"    seen = got;\n"
                 f"  }}\n}}\n")
 
-    def block_reduce_helper(self, op: str, lanes: int) -> str:
-        combine = {"sum": "a + b", "min": "b < a ? b : a", "max": "a < b ? b : a"}[op]
-        return (f"__device__ static inline float tack_block_{op}(float* s, float v) {{\n"
-                f"  int lane = threadIdx.x;\n"
-                f"  __syncthreads();\n"
-                f"  s[lane] = v;\n"
-                f"  __syncthreads();\n"
-                f"  for (int width = {lanes // 2}; width > 0; width >>= 1) {{\n"
-                f"    if (lane < width) {{ float a = s[lane], b = s[lane + width]; "
-                f"s[lane] = {combine}; }}\n"
-                f"    __syncthreads();\n"
-                f"  }}\n"
-                f"  return s[0];\n}}\n")
+    scratch_pointer = "float*"
+    scratch_barrier = "__syncthreads();"
 
     helper_prefix = "__device__ static inline"
     type_names = dict(CTarget.type_names)
