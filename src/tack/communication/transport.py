@@ -124,7 +124,7 @@ def empty_on(device, dtype, shape):
     """A new array to receive into directly (GPU-aware transport), in memory MPI
     may be handed (``Backend.mpi_direct``, ``Backend.allocate_mpi_array``)."""
     backend = device.backend
-    if getattr(backend, "mpi_direct", True):
+    if backend.mpi_direct:
         return empty(shape, dtype, device=device)
     return backend.allocate_mpi_array(device, shape, dtype)
 
@@ -134,7 +134,7 @@ def for_mpi(array):
     memory it may (GPU-aware transport). Either way its queue has finished
     with it when MPI reads it: DLPack export waits for the launches so far."""
     backend = array.device.backend
-    if getattr(backend, "mpi_direct", True):
+    if backend.mpi_direct:
         return array
     staged = backend.allocate_mpi_array(array.device, array.shape, array.dtype)
     copyto(staged, array)

@@ -79,8 +79,7 @@ def classify(kernel_name: str, params, args) -> tuple:
     specs = []
     for param, a in zip(params, args):
         if isinstance(a, Array):   # vector and matrix arrays: their scalar storage
-            specs.append(ArgSpec(T.scalar_of(a.dtype), a.shape + T.element_shape(a.dtype),
-                                 "array"))
+            specs.append(ArgSpec(a._scalar, a._storage, "array"))
             continue
         kind = _scalar_kind(a)
         if kind is None:
@@ -210,10 +209,10 @@ def check_writable(kernel_name, variant, params, args) -> None:
     are not naturally aligned (both before anything runs)."""
     for param, a in zip(params, args):
         if (isinstance(a, Array) and param.name in variant.atomic_targets
-                and a._ptr % T.scalar_of(a.dtype).itemsize):
+                and a._ptr % a._scalar.itemsize):
             raise ValueError(
                 f"Kernel '{kernel_name}': parameter '{param.name}' is an atomic target, "
-                f"but its array is not aligned to its {T.scalar_of(a.dtype).itemsize}-byte "
+                f"but its array is not aligned to its {a._scalar.itemsize}-byte "
                 f"elements "
                 f"(address {a._ptr:#x}); atomics need naturally aligned memory")
         if isinstance(a, Array) and not a._writable and param.name in variant.written:

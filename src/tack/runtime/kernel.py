@@ -100,8 +100,8 @@ class Kernel:
 
     def _template(self, debug: bool, elements: tuple = (), expanded=None) -> Template:
         key = (debug, elements, expanded.key if expanded is not None else None)
-        template = self._templates.get(key)
-        if template is None or template.lowered is None:
+        template = self._templates.get(key)   # only lowered templates are stored
+        if template is None:
             with _transform_lock:
                 template = self._templates.get(key)
                 if template is None:
@@ -161,14 +161,16 @@ class Kernel:
             baked = spec.shape if param.name in template.shape_deps else None
             ndim = len(spec.shape) if spec.is_array else None
             parts.append((spec.dtype, spec.category, ndim, baked))
-        return (backend.cache_target(), template.key, epilogue, tuple(parts), disjoint)
+        # (target, template, what the variant itself depends on): the disk cache
+        # keys the last part under the template's own stable key.
+        return (backend.cache_target(), template.key, (epilogue, tuple(parts), disjoint))
 
     def _build_variant(self, backend, template, function, specs, disjoint,
                        key) -> Variant:
         """From the disk cache when it has this variant, else compiled (and stored)."""
         disk_key = None
         if template.ir_key and disk.enabled() and hasattr(backend, "artifact"):
-            disk_key = disk.variant_key(template.ir_key, key[2:], backend.cache_target())
+            disk_key = disk.variant_key(template.ir_key, key[2], backend.cache_target())
             cached = disk.load_variant(disk_key, backend)
             if cached is not None:
                 return Variant(*cached)

@@ -10,7 +10,7 @@ from ...ir import expressions as E
 from ..bindings import Intrinsic
 from ..func import Func
 from .bounds import ERRORS
-from .vectors import Vec, _component_index
+from .vectors import Vec, component_index
 
 MATH_UNARY = {
     "sqrt": E.Sqrt, "exp": E.Exp, "log": E.Log, "log2": E.Log2, "log10": E.Log10,
@@ -183,7 +183,7 @@ class CallLowering:
             return kind(array, flat, value, self.debug, span=span)
         value = self.broadcast(value, element.kind, element.shape, node)
         flat = self.captured(flat, "index")
-        return value.like(kind(array, _component_index(flat, element.count, k, span), c,
+        return value.like(kind(array, component_index(flat, element.count, k, span), c,
                                self.debug, span=span)
                           for k, c in enumerate(value.comps))
 

@@ -109,7 +109,7 @@ class VectorLowering:
         element = self.elements[array]
         flat = self.captured(flat, "index")
         n = element.count
-        comps = tuple(E.Load(array, _component_index(flat, n, k, span), self.debug, span=span)
+        comps = tuple(E.Load(array, component_index(flat, n, k, span), self.debug, span=span)
                       for k in range(n))
         return Vec(element.kind, element.shape, comps)
 
@@ -118,7 +118,7 @@ class VectorLowering:
         span = self.scope.span(node)
         value = self.broadcast(value, element.kind, element.shape, node)
         flat = self.captured(flat, "index")
-        return [S.Store(array, _component_index(flat, element.count, k, span), c,
+        return [S.Store(array, component_index(flat, element.count, k, span), c,
                         self.debug, span=span)
                 for k, c in enumerate(value.comps)]
 
@@ -209,7 +209,7 @@ class VectorLowering:
             flat = self.flat_index(array, base.slice, base)
             k = self.component_number(target, element.kind, element.shape, node)
             span = scope.span(node)
-            return [S.Store(array, _component_index(flat, element.count, k, span), value,
+            return [S.Store(array, component_index(flat, element.count, k, span), value,
                             self.debug, span=span)]
         if not isinstance(base, ast.Name):
             raise scope.unsupported("assignment to a component of this expression", node)
@@ -383,7 +383,7 @@ def _dot(a, b, span) -> E.Expr:
     return total
 
 
-def _component_index(flat: E.Expr, count: int, k: int, span) -> E.Expr:
+def component_index(flat: E.Expr, count: int, k: int, span) -> E.Expr:
     scaled = E.Mul(flat, E.Const(count, span=span), span=span)
     return scaled if k == 0 else E.Add(scaled, E.Const(k, span=span), span=span)
 
