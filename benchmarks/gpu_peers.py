@@ -1,4 +1,4 @@
-"""Tack's CUDA backend next to CuPy (and Warp, if installed) on one NVIDIA GPU.
+"""Tack's CUDA backend next to CuPy, Numba-CUDA and Warp (each if installed) on one NVIDIA GPU.
 
 Prints, for each library (medians):
 
@@ -124,6 +124,36 @@ def warp_side(n: int, calls: int, repeats: int):
     return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "version": wp.__version__}
 
 
+def numba_side(n: int, calls: int, repeats: int):
+    try:
+        import numpy as np
+        from numba import cuda
+    except ImportError:
+        return None
+
+    @cuda.jit
+    def nbump(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] = a[i] + 1.0
+
+    @cuda.jit
+    def nsaxpy(x, y, a):
+        i = cuda.grid(1)
+        if i < x.size:
+            y[i] = a * x[i] + y[i]
+
+    one = cuda.to_device(np.zeros(1, np.float32))
+    launch = per_call(lambda: nbump[1, 256](one), cuda.synchronize, calls, repeats)
+    x = cuda.to_device(np.ones(n, np.float32))
+    y = cuda.to_device(np.ones(n, np.float32))
+    blocks = -(-n // 256)
+    seconds = per_call(lambda: nsaxpy[blocks, 256](x, y, np.float32(2.0)),
+                       cuda.synchronize, 3, repeats)
+    import numba
+    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "version": numba.__version__}
+
+
 COLD = {
     "tack": """
 import time, tack
@@ -205,13 +235,20 @@ def main():
     print(f"device: {dev}: {dev.backend.device_name}; saxpy on {n >> 20}M f32")
     copy = copy_bandwidth(dev, 1 << 30, repeats)
     results = {"Tack": tack_side(n, calls, repeats)}
-    for name, side in (("CuPy", cupy_side), ("Warp", warp_side)):
-        found = side(n, calls, repeats)
+    for name, side in (("CuPy", cupy_side), ("Numba", numba_side), ("Warp", warp_side)):
+        try:
+            found = side(n, calls, repeats)
+        except Exception as exc:  # a peer that breaks is reported, not fatal
+            print(f"{name} failed: {type(exc).__name__}: {exc}")
+            continue
         if found is not None:
             results[name] = found
     for name, lib in (("Tack", "tack"), ("CuPy", "cupy"), ("Warp", "warp")):
         if name in results:
-            results[name]["cold"] = cold_compile(lib, cold_repeats)
+            try:
+                results[name]["cold"] = cold_compile(lib, cold_repeats)
+            except Exception as exc:  # reported, not fatal
+                print(f"{name} cold compile failed: {type(exc).__name__}: {exc}")
     names = list(results)
     print(f"\n{'':34}" + "".join(f"{name:>12}" for name in names))
     print(f"{'warm launch, 1 element (us)':34}" +
