@@ -3,7 +3,9 @@
 Prints, for each library (medians):
 
 * warm launch: microseconds per call of a one-element kernel, 1,000 calls
-  per batch, the stream drained once per batch;
+  per batch, the stream drained once per batch; beside it the driver's own
+  floor, ``cuLaunchKernel`` of an empty kernel called straight through
+  ctypes in the same loop (no Python dispatch at all);
 * saxpy (``y = a * x + y``) on 256M f32 in GB/s (12 bytes per element), next
   to the device-to-device copy bandwidth measured on the same device
   (``cuMemcpyDtoDAsync`` of 1 GiB, counted as read + write);
@@ -66,6 +68,23 @@ def copy_bandwidth(dev, nbytes: int, repeats: int) -> float:
     return 2 * nbytes / per_call(run, dev.synchronize, 3, repeats) / 1e9
 
 
+EMPTY = 'extern "C" __global__ void tack_empty() {}'
+
+
+def driver_floor(dev, calls: int, repeats: int) -> float:
+    """Seconds per launch of an empty kernel by ctypes ``cuLaunchKernel`` alone."""
+    from tack.runtime.cuda.compile import compile_cuda
+    from tack.runtime.cuda.driver import raw_launcher
+    backend = dev.backend
+    ptx, cubin = compile_cuda(EMPTY, backend.arch)
+    _, function = backend._load(ptx, cubin, "tack_empty")
+    launch, f, stream, params = raw_launcher(backend.driver, function, backend.stream, 0)
+
+    def run():
+        launch(f, 1, 1, 1, 256, 1, 1, 0, stream, None, None)
+    return per_call(run, dev.synchronize, calls, repeats)
+
+
 def tack_side(n: int, calls: int, repeats: int) -> dict:
     dev = tack.device("cuda:0")
     one = tack.zeros(1, device=dev)
@@ -73,7 +92,8 @@ def tack_side(n: int, calls: int, repeats: int) -> dict:
     x, y = tack.ones(n, device=dev), tack.ones(n, device=dev)
     seconds = per_call(lambda: saxpy(x, y, 2.0), dev.synchronize, 3, repeats)
     assert y[n - 1] == y[0], "Tack's saxpy gave uneven results"
-    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9}
+    floor = driver_floor(dev, calls, repeats)
+    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "floor": floor}
 
 
 def cupy_side(n: int, calls: int, repeats: int):
@@ -260,6 +280,9 @@ def main():
         f"{results[k]['cold'] * 1e3:12.0f}" if results[k].get("cold") else f"{'-':>12}"
         for k in names))
     print(f"device-to-device copy: {copy:.1f} GB/s (1 GiB, read + write)")
+    print(f"driver floor: {results['Tack']['floor'] * 1e6:.2f} us per ctypes cuLaunchKernel "
+          f"of an empty kernel (Tack's dispatch adds "
+          f"{(results['Tack']['launch'] - results['Tack']['floor']) * 1e6:.2f} us)")
     versions = ", ".join(f"{k} {results[k]['version']}" for k in names if "version" in
                          results[k])
     if versions:

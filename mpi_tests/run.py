@@ -52,6 +52,8 @@ def launcher() -> list:
         version = ""
     if "Open MPI" in version or "OpenRTE" in version:
         command.append("--oversubscribe")
+        if hasattr(os, "geteuid") and os.geteuid() == 0:   # containers run as root
+            command.append("--allow-run-as-root")
     return command
 
 

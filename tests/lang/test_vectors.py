@@ -676,8 +676,9 @@ def _debug_run(kernel, *args):
     try:
         if DEVICE.type != "cpu":
             backend = DEVICE.backend.class_name
+            api = {"opencl": "OpenCL", "cuda": "CUDA"}[DEVICE.type]
             message = (f"Kernel '{kernel.name}' failed on {backend}: debug mode (bounds checks) "
-                       f"is not built for the OpenCL backend yet; turn it off with "
+                       f"is not built for the {api} backend yet; turn it off with "
                        f"tack.set_debug(False)")
             with pytest.raises(RuntimeError, match=f"^{re.escape(message)}$"):
                 kernel(*args)

@@ -273,6 +273,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(driver, "modules", lambda: (fake, nvrtc))
     monkeypatch.setattr(driver, "_initialized", False)
     monkeypatch.setattr(driver, "_held", set())
+    monkeypatch.setattr(driver, "several", [False])
     return fake
 
 
@@ -323,7 +324,7 @@ def test_two_contexts_switch_around_each_operation(fake):
 
 
 def test_saxpy_launch_parameters_grid_and_pack(fake, fake_device, rng):
-    n = 1000
+    n = 3001   # four iterations per thread: ceil(3001 / 1024) blocks of 256
     with fake_device:
         x = tack.array(rng.values(tack.f32, n))
         y = tack.zeros(n)
@@ -331,7 +332,7 @@ def test_saxpy_launch_parameters_grid_and_pack(fake, fake_device, rng):
         saxpy(x, y, 2.5)
     assert fake.images[0] == b"\x7fELF", "a cubin for sm_90 is loaded first"
     grid, block, values = fake.launches[-1]
-    assert (grid, block) == ((4, 1, 1), (256, 1, 1))
+    assert (grid, block) == ((3, 1, 1), (256, 1, 1))
     assert values[:2] == [x._ptr, y._ptr] and values[3] == n
     assert np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0] == np.float32(2.5)
     assert x.device is fake_device and y.numpy().shape == (n,)
@@ -358,7 +359,7 @@ def test_ndindex_launch_passes_the_inner_extents_and_packs_by_type(fake, fake_de
         fake.arity = 5    # out, the i32 pack, the f64 pack, total, extent 1
         grid_fill(out, 7, 0.5)
     grid, block, values = fake.launches[-1]
-    assert grid == (-(-2100 // 256), 1, 1) and values[3:] == [2100, 700]
+    assert grid == (-(-2100 // 1024), 1, 1) and values[3:] == [2100, 700]
     pack = fake.pack_copies[-1]
     assert np.frombuffer(pack[:4], np.int32)[0] == 7
     assert np.frombuffer(pack[8:16], np.float64)[0] == 0.5
@@ -386,6 +387,20 @@ def test_workgroup_kernels_compile_and_must_fill_whole_workgroups(fake, fake_dev
                 "or block reductions), so its launch must fill whole workgroups of 256: "
                 "300 iterations is not a multiple of 256")):
             block_sums(tack.zeros(300), sums)
+
+
+def test_disjoint_arrays_get_restrict_pointers_and_four_iterations_per_thread(
+        fake, fake_device):
+    with fake_device:
+        x, y = tack.zeros(4), tack.zeros(4)
+        disjoint = tack.inspect(saxpy, x, y, 2.0)
+        aliased = tack.inspect(saxpy, x, x, 2.0)
+        workgroup = tack.inspect(block_sums, tack.zeros(256), tack.zeros(1))
+    assert disjoint.count("__restrict__") == 3   # x, y and the scalar pack
+    assert "__restrict__" not in aliased
+    assert "tack_item < 4" in disjoint and "tack_item < 4" in aliased
+    assert "tack_item" not in workgroup   # lanes map one to one onto iterations
+    assert "(long long)blockIdx.x * 1024 + threadIdx.x" in disjoint
 
 
 def test_print_is_refused_explicitly(fake, fake_device):

@@ -50,9 +50,9 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
     else:   # a device pointer (CUDA): it must be memory this device can use
         space = backend.memory_space(address)
         if space not in backend.device_memory_spaces:
-            raise ValueError(f"array_from_ptr() on {dev} takes device memory "
-                             f"({', '.join(backend.device_memory_spaces)}), but the "
-                             f"pointer is {space} memory")
+            raise ValueError(f"Pointer is in '{space}' memory but the device is "
+                             f"'{backend.api_name}'. array_from_ptr() on {dev} takes "
+                             f"{' or '.join(backend.device_memory_spaces)} memory")
         buffer = backend.wrap(address, nbytes, owner)
     return Array(buffer, dims, dt, dev, writable=bool(writable))
 

@@ -6,6 +6,12 @@ to one dimension: ``tack_flat`` in ``[0, tack_total)``, with the indices of
 as arguments after the pack buffers). An outermost ``continue`` ends the
 work-item. Every generated name goes through ``identifiers.variable_name``,
 so no user name can collide with a C keyword or a builtin.
+
+A target may run several iterations per thread (``items_per_thread``, CUDA's
+4) in kernels without workgroup features: iteration ``first + k * 256`` for
+``k < items``, unrolled, so each thread has several loads in flight (with
+``__restrict__`` pointers, when the arrays are disjoint, the compiler issues
+them together). Workgroup kernels keep one iteration per thread.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ class CEmitter:
         self.lines: list = []
         self.depth = 1
         self.counter = 0
+        self.outermost_continue = "return;"   # one iteration per thread
 
     # -- helpers ------------------------------------------------------------------
     def name(self, ident: str) -> str:
@@ -76,14 +83,17 @@ class CEmitter:
         """The kernel function alone (its helpers are added to ``self.prelude``)."""
         fn, t = self.fn, self.target
         loop = fn.parallel_for
+        restrict = t.restrict if fn.disjoint else ""
         params = []
         for p in fn.params:
             space = t.pack_space if p.name.startswith("__tack_pack_") else t.global_space
-            params.append(f"{space} {self.type(p.dtype)}* {self.name(p.name)}")
+            params.append(f"{space} {self.type(p.dtype)}* {restrict}{self.name(p.name)}")
         inner = [f"{t.index_type} tack_extent{k}" for k in range(1, len(loop.extents))]
         params += [f"{t.index_type} tack_total"] + inner
-        self.emit(f"{t.index_type} tack_flat = {t.global_id()};")
-        self.emit("if (tack_flat >= tack_total) return;")
+        items = items_per_thread(fn, t)
+        first = "tack_flat" if items == 1 else "tack_first"
+        self.emit(f"{t.index_type} {first} = {t.first_id(items)};")
+        self.emit(f"if ({first} >= tack_total) return;")
         for name, dtype in fn.locals:
             self.emit(f"{self.type(dtype)} {self.name(name)};")
         self.declare_arrays()
@@ -91,14 +101,35 @@ class CEmitter:
             self.emit(f"{t.index_type} {self.name(var)};")
         for s in fn.body:
             if s is loop:
-                self.bind_indices(loop)
-                for inner_stmt in loop.body:
-                    stmt(inner_stmt, self)
+                self.parallel_body(loop, items)
             else:
                 stmt(s, self)
         body = "\n".join(self.lines)
         head = f"{t.kernel_prefix} {entry}({', '.join(params)})"
         return f"{head} {{\n{body}\n}}\n"
+
+    def parallel_body(self, loop: S.ParallelFor, items: int) -> None:
+        """The loop's body for one iteration, or unrolled over ``items`` of them."""
+        if items == 1:
+            self.bind_indices(loop)
+            self.block_at_depth(loop.body)
+            return
+        t = self.target
+        self.outermost_continue = "continue;"
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tack_item = 0; tack_item < {items}; tack_item++) {{")
+        self.depth += 1
+        self.emit(f"{t.index_type} tack_flat = tack_first + ({t.index_type})tack_item * "
+                  f"{WORKGROUP};")
+        self.emit("if (tack_flat >= tack_total) return;")
+        self.bind_indices(loop)
+        self.depth -= 1
+        self.block(loop.body)
+        self.emit("}")
+
+    def block_at_depth(self, stmts) -> None:
+        for s in stmts:
+            stmt(s, self)
 
     def declare_arrays(self) -> None:
         """Shared and per-thread arrays, and the scratch of block reductions, all
@@ -123,6 +154,19 @@ class CEmitter:
             else:
                 self.emit(f"{self.name(var)} = {rest} / ({stride});")
                 rest = f"({rest} % ({stride}))"
+
+
+def items_per_thread(fn: S.Function, target) -> int:
+    """Iterations each thread runs: the target's number, or 1 in a kernel with
+    workgroup features (barriers, shared or local arrays, thread ids, block
+    reductions), whose lanes map one to one onto iterations."""
+    if target.items_per_thread == 1:
+        return 1
+    for s in fn.body:
+        for node in walk(s):
+            if isinstance(node, (S.Allocate, S.Barrier, E.ThreadId, E.BlockReduce)):
+                return 1
+    return target.items_per_thread
 
 
 def generate_c_source(fn: S.Function, target) -> tuple:
@@ -384,7 +428,7 @@ def _break(s, em):
 
 @stmt.register(S.Continue)
 def _continue(s, em):
-    em.emit("return;" if s.outermost else "continue;")
+    em.emit(em.outermost_continue if s.outermost else "continue;")
 
 
 @stmt.register(S.Print)

@@ -25,12 +25,20 @@ class CTarget:
     }
     index_type = "long long"
     header = ""
+    items_per_thread = 1   # loop iterations per thread (see emitter.items_per_thread)
+    restrict = ""          # the qualifier of disjoint array pointers
 
     def type(self, dtype) -> str:
         return self.type_names[dtype]
 
     def global_id(self) -> str:
         raise NotImplementedError(f"the {self.name} target has no thread index")
+
+    def first_id(self, items: int) -> str:
+        """The first iteration of this thread (``global_id`` for one per thread)."""
+        if items == 1:
+            return self.global_id()
+        raise NotImplementedError(f"the {self.name} target runs one iteration per thread")
 
     def saturating(self, dst, expr: str) -> str:
         """Float to integer conversion: saturating, NaN to zero."""
@@ -145,8 +153,16 @@ class OpenCLTarget(CTarget):
                 f"  }}\n}}\n")
 
 
+_BLOCK = 256   # threads per block: every launch uses runtime.grid.WORKGROUP
 _CUDA_CONVERT = {T.i32: "int", T.u32: "uint", T.i64: "ll", T.u64: "ull"}
 _NARROW = {T.i8: (-128, 127), T.i16: (-32768, 32767), T.u8: (0, 255), T.u16: (0, 65535)}
+# The 64-bit conversions saturate but give 0x8000000000000000 for NaN (seen on
+# an H200), so NaN is tested first, as the spec's NaN -> 0 requires.
+_CUDA_HELPERS = (
+    "__device__ static inline long long tack_sat_ll(double v) {\n"
+    "  return v != v ? 0LL : __double2ll_rz(v);\n}\n"
+    "__device__ static inline unsigned long long tack_sat_ull(double v) {\n"
+    "  return v != v ? 0ULL : __double2ull_rz(v);\n}\n")
 
 
 class CUDATarget(CTarget):
@@ -159,10 +175,18 @@ class CUDATarget(CTarget):
     shared_space = "__shared__"
     barrier = "__syncthreads();"
     index_type = "long long"
-    header = ""
+    header = _CUDA_HELPERS
+
+    items_per_thread = 4
+    restrict = "__restrict__ "
 
     def global_id(self) -> str:
         return "((long long)blockIdx.x * blockDim.x + threadIdx.x)"
+
+    def first_id(self, items: int) -> str:
+        if items == 1:
+            return self.global_id()
+        return f"((long long)blockIdx.x * {_BLOCK * items} + threadIdx.x)"
 
     def local_id(self) -> str:
         return "((long long)threadIdx.x)"
@@ -181,6 +205,8 @@ class CUDATarget(CTarget):
             lo, hi = _NARROW[dst]
             inner = f"__double2int_rz((double)({expr}))"
             return f"(({self.type(dst)})min(max({inner}, {lo}), {hi}))"
+        if dst.bits == 64:
+            return f"tack_sat_{_CUDA_CONVERT[dst]}((double)({expr}))"
         return f"__double2{_CUDA_CONVERT[dst]}_rz((double)({expr}))"
 
     def atomic(self, op: str, dtype, pointer: str, value: str) -> str:
@@ -230,7 +256,7 @@ class HIPTarget(CUDATarget):
     no signed 64-bit atomicMin/atomicMax: those are compare-and-swap loops."""
 
     name = "HIP"
-    header = "#include <hip/hip_runtime.h>\n"
+    header = "#include <hip/hip_runtime.h>\n" + _CUDA_HELPERS
 
     def atomic(self, op: str, dtype, pointer: str, value: str) -> str:
         if dtype == T.i64 and op in ("min", "max"):

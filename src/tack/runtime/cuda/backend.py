@@ -26,6 +26,7 @@ import numpy as np
 
 from ... import types as T
 from ...codegen.c_family import generate_c_source
+from ...codegen.c_family.emitter import items_per_thread
 from ...codegen.c_family.targets import CUDATarget
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
@@ -35,7 +36,8 @@ from ...ir.verify import verify
 from ..backend import Backend
 from ..grid import WORKGROUP, launch_count
 from . import compile as nvrtc_compile
-from .driver import Context, CUDAError, check, current_index
+from . import driver as cuda_driver
+from .driver import Context, CUDAError, check, current_index, raw_launcher
 
 MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
 _TARGET = CUDATarget()
@@ -102,6 +104,8 @@ class CUDAProgram:
     lock: threading.Lock
     full_workgroups: bool = False
     name: str = ""
+    items: int = 1               # loop iterations per thread (emitter.items_per_thread)
+    array_positions: tuple = ()  # which arguments are arrays, in parameter order
 
 
 def packed(fn) -> tuple:
@@ -129,11 +133,13 @@ def _pack_layout(info: PackInfo) -> tuple:
 
 class CUDABackend(Backend):
     name = "cuda"
+    api_name = "CUDA"   # as messages name the device kind
     supports_workgroups = True
     dlpack_device_type = 2  # kDLCUDA
     dlpack_refusal_note = ("the CUDA backend wraps device memory (kDLCUDA) only; copy "
                            "other memory with tack.array(..., device=...)")
     supported_dtypes = frozenset(T.SCALAR_TYPES)
+    specialize_disjoint = True   # disjoint arrays get __restrict__ pointers
     # CUDATarget: native atomicAdd/Min/Max on 32- and 64-bit integers and
     # atomicAdd on f32/f64; float sub/min/max are compare-and-swap loops.
     atomic_dtypes = frozenset([T.i32, T.u32, T.i64, T.u64, T.f32, T.f64])
@@ -159,7 +165,7 @@ class CUDABackend(Backend):
     # -- identity --------------------------------------------------------------------
     def cache_target(self):
         return ("cuda", self.device_name, self.capability, self.arch,
-                nvrtc_compile.version())
+                nvrtc_compile.version(), _TARGET.items_per_thread)
 
     # -- memory ---------------------------------------------------------------------------
     def allocate(self, nbytes: int) -> CUDABuffer:
@@ -277,9 +283,11 @@ class CUDABackend(Backend):
         pack_memory = self.allocate(pack_bytes) if pack_bytes else None
         n_arrays = sum(1 for p in typed.params if p.is_array) - len(info.buffers)
         n_params = len(typed.params) + len(typed.parallel_for.extents)
+        positions = tuple(k for k, p in enumerate(fn.params) if p.is_array)
         return CUDAProgram(source, entry, module, function, info, offsets, pack_bytes,
                            pack_memory, n_arrays, n_params, iteration_cost(typed),
-                           threading.Lock(), requires_full_workgroups(typed), fn.name)
+                           threading.Lock(), requires_full_workgroups(typed), fn.name,
+                           items_per_thread(typed, _TARGET), positions)
 
     def _load(self, ptx: bytes, cubin, entry: str):
         """The module and kernel of ``cubin`` (PTX when there is none, or when the
@@ -306,60 +314,94 @@ class CUDABackend(Backend):
     # -- running ---------------------------------------------------------------------------
     def launcher(self, program: CUDAProgram):
         """``launch(args, extents)``: queue one launch over the flattened extents."""
-        launch_kernel, stream, context = self.driver.cuLaunchKernel, self.stream, self.context
-        info, name, function = program.pack, program.name, program.function
-        n_arrays, wait = program.n_arrays, self._wait
+        context, lock, wait = self.context, program.lock, self._wait
+        info, name = program.pack, program.name
         values = (ctypes.c_uint64 * max(program.n_params, 1))()
         pointers = (ctypes.c_void_p * len(values))(
             *[ctypes.addressof(values) + 8 * k for k in range(len(values))])
-        params = ctypes.addressof(pointers)   # `pointers` must live as long as `launch`
-        first_extent = n_arrays + len(info.buffers)
+        # `pointers` must live as long as `launch` (see launch.parameters)
+        launch_kernel, function, stream, params = raw_launcher(
+            self.driver, program.function, self.stream, ctypes.addressof(pointers))
+        first_extent = program.n_arrays + len(info.buffers)
         if program.pack_memory is not None:
             base = program.pack_memory.address
             for k, offset in enumerate(program.pack_offsets):
-                values[n_arrays + k] = base + offset
-        dtypes = [d.numpy for d in info.buffers]
-        # Float slots: 0.0 == -0.0, so a float zero is always rewritten (its sign matters).
-        float_slots = [k for k, (_, b, _) in enumerate(info.slots)
-                       if info.buffers[b].is_float]
-        last = [None if info.slots else (), None]   # the pack's scalars, their host copy
-
-        def write_pack(scalars):
-            host = np.zeros(program.pack_bytes, np.uint8)
-            views = [host[o:].view(d) for o, d in zip(program.pack_offsets, dtypes)]
-            for (arg, buffer, slot), value in zip(info.slots, scalars):
-                views[buffer][slot] = value
-            check(self.driver.cuMemcpyHtoDAsync(program.pack_memory.address,
-                                                host.ctypes.data, host.nbytes, stream),
-                  "cuMemcpyHtoDAsync (kernel scalars)")
-            last[0], last[1] = scalars, host
+                values[program.n_arrays + k] = base + offset
+        positions = tuple(enumerate(program.array_positions))
+        slot_args = [arg for arg, _, _ in info.slots]
+        per_block = WORKGROUP * program.items
+        # A float zero is always rewritten: 0.0 == -0.0, and the sign matters.
+        # (`0 in scalars` is one C-level test; an integer zero rewrites too.)
+        floats = any(info.buffers[b].is_float for _, b, _ in info.slots)
+        writer = _PackWriter(self, program)
+        plain = not program.full_workgroups
+        get_ident, thread, foreign = threading.get_ident, context.thread, context.foreign
+        several = cuda_driver.several   # [whether two or more contexts are held]
 
         def launch(args, extents):
-            total = launch_count(name, extents, program.full_workgroups, MAX_LAUNCH, "CUDA")
-            if not total:
-                return
-            scalars = tuple([args[arg] for arg, _, _ in info.slots])
-            arrays = [a for a in args if hasattr(a, "_buffer")]
+            if plain and len(extents) == 1:
+                total = extents[0]
+                if total <= 0:
+                    return
+                if total > MAX_LAUNCH:
+                    launch_count(name, extents, False, MAX_LAUNCH, "CUDA")
+            else:
+                total = launch_count(name, extents, program.full_workgroups, MAX_LAUNCH,
+                                     "CUDA")
+                if not total:
+                    return
             shared = False
-            with program.lock:
-                previous = context.enter()
+            with lock:
+                # contexts switch only when two are held or on another thread
+                previous = (context.enter() if several[0] or foreign or
+                            get_ident() != thread else None)
                 try:
-                    if scalars != last[0] or any(scalars[k] == 0 for k in float_slots):
-                        write_pack(scalars)   # else the pack already holds these values
-                    for k, a in enumerate(arrays):
+                    if slot_args:
+                        scalars = tuple([args[k] for k in slot_args])
+                        if scalars != writer.last or (floats and 0 in scalars):
+                            writer.write(scalars)   # else the pack holds these values
+                    for k, position in positions:
+                        a = args[position]
                         values[k] = a._ptr
-                        shared = shared or getattr(a._buffer, "shared", False)
+                        shared = shared or a._buffer.shared
                     values[first_extent] = total
                     for k in range(1, len(extents)):
                         values[first_extent + k] = extents[k]
-                    check(launch_kernel(function, -(-total // WORKGROUP), 1, 1, WORKGROUP,
-                                        1, 1, 0, stream, params, 0), "cuLaunchKernel")
+                    code = launch_kernel(function, -(-total // per_block), 1, 1, WORKGROUP,
+                                         1, 1, 0, stream, params, None)
+                    if code:
+                        raise CUDAError("cuLaunchKernel", self.driver.CUresult(code))
                     if shared:   # memory another library uses: complete before returning
                         wait()
                 finally:
-                    context.leave(previous)
+                    if previous is not None:
+                        context.leave(previous)
         launch.parameters = (values, pointers)
         return launch
+
+
+class _PackWriter:
+    """Copies a launch's scalars into the variant's pack allocation, on the
+    stream; ``last`` is what it holds (the host copy stays alive until the
+    copy has run: the next write or the program's end replaces it)."""
+
+    def __init__(self, backend, program: CUDAProgram):
+        self.backend, self.program = backend, program
+        self.dtypes = [d.numpy for d in program.pack.buffers]
+        self.last, self.host = None, None
+
+    def write(self, scalars) -> None:
+        program = self.program
+        host = np.zeros(program.pack_bytes, np.uint8)
+        views = [host[o:].view(d) for o, d in zip(program.pack_offsets, self.dtypes)]
+        for (arg, buffer, slot), value in zip(program.pack.slots, scalars):
+            views[buffer][slot] = value
+        backend = self.backend
+        check(backend.driver.cuMemcpyHtoDAsync(program.pack_memory.address,
+                                               host.ctypes.data, host.nbytes,
+                                               backend.stream),
+              "cuMemcpyHtoDAsync (kernel scalars)")
+        self.last, self.host = scalars, host
 
 
 class _Marker:
