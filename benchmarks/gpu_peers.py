@@ -71,18 +71,42 @@ def copy_bandwidth(dev, nbytes: int, repeats: int) -> float:
 EMPTY = 'extern "C" __global__ void tack_empty() {}'
 
 
-def driver_floor(dev, calls: int, repeats: int) -> float:
-    """Seconds per launch of an empty kernel by ctypes ``cuLaunchKernel`` alone."""
+def driver_floor(dev, calls: int, repeats: int) -> dict:
+    """Seconds per launch of an empty kernel by ctypes ``cuLaunchKernel`` alone:
+    on Tack's stream (drained once per batch, and the enqueueing alone, which
+    is what the host spends), and on a new non-blocking stream."""
+    import time
     from tack.runtime.cuda.compile import compile_cuda
-    from tack.runtime.cuda.driver import raw_launcher
+    from tack.runtime.cuda.driver import check, raw_launcher
     backend = dev.backend
+    driver = backend.driver
     ptx, cubin = compile_cuda(EMPTY, backend.arch)
     _, function = backend._load(ptx, cubin, "tack_empty")
-    launch, f, stream, params = raw_launcher(backend.driver, function, backend.stream, 0)
+    launch, f, stream, _ = raw_launcher(driver, function, backend.stream, 0)
 
     def run():
         launch(f, 1, 1, 1, 256, 1, 1, 0, stream, None, None)
-    return per_call(run, dev.synchronize, calls, repeats)
+    out = {"floor": per_call(run, dev.synchronize, calls, repeats)}
+    enqueue = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls // 2):   # well inside the launch queue
+            run()
+        enqueue.append((time.perf_counter() - start) / (calls // 2))
+        dev.synchronize()
+    out["enqueue"] = statistics.median(enqueue)
+    with backend.context.active():
+        other = check(driver.cuStreamCreate(
+            int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)), "cuStreamCreate")
+    launch2, f2, stream2, _ = raw_launcher(driver, function, other, 0)
+
+    def run2():
+        launch2(f2, 1, 1, 1, 256, 1, 1, 0, stream2, None, None)
+
+    def sync2():
+        check(driver.cuStreamSynchronize(other), "cuStreamSynchronize")
+    out["nonblocking"] = per_call(run2, sync2, calls, repeats)
+    return out
 
 
 def tack_side(n: int, calls: int, repeats: int) -> dict:
@@ -92,8 +116,8 @@ def tack_side(n: int, calls: int, repeats: int) -> dict:
     x, y = tack.ones(n, device=dev), tack.ones(n, device=dev)
     seconds = per_call(lambda: saxpy(x, y, 2.0), dev.synchronize, 3, repeats)
     assert y[n - 1] == y[0], "Tack's saxpy gave uneven results"
-    floor = driver_floor(dev, calls, repeats)
-    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "floor": floor}
+    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9,
+            **driver_floor(dev, calls, repeats)}
 
 
 def cupy_side(n: int, calls: int, repeats: int):
@@ -280,9 +304,11 @@ def main():
         f"{results[k]['cold'] * 1e3:12.0f}" if results[k].get("cold") else f"{'-':>12}"
         for k in names))
     print(f"device-to-device copy: {copy:.1f} GB/s (1 GiB, read + write)")
-    print(f"driver floor: {results['Tack']['floor'] * 1e6:.2f} us per ctypes cuLaunchKernel "
-          f"of an empty kernel (Tack's dispatch adds "
-          f"{(results['Tack']['launch'] - results['Tack']['floor']) * 1e6:.2f} us)")
+    t = results["Tack"]
+    print(f"driver floor: {t['floor'] * 1e6:.2f} us per ctypes cuLaunchKernel of an empty "
+          f"kernel on Tack's stream ({t['enqueue'] * 1e6:.2f} us to enqueue alone, "
+          f"{t['nonblocking'] * 1e6:.2f} us on a non-blocking stream); Tack's dispatch "
+          f"adds {(t['launch'] - t['floor']) * 1e6:.2f} us")
     versions = ", ".join(f"{k} {results[k]['version']}" for k in names if "version" in
                          results[k])
     if versions:

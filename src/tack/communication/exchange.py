@@ -201,7 +201,9 @@ def _transfer(blocks, outgoing: dict, channel) -> list:
     """Send ``outgoing`` to the other ranks; ``[(header, array)]`` received.
 
     Receives are posted first and sends right after, so that the peers can
-    move on; the received arrays are made while the messages travel."""
+    move on. The received arrays are made after the wait: on a device the host
+    cannot address they are copies of the receive buffers (on CUDA, made
+    before the wait, they copied buffers MPI had not filled yet)."""
     world = blocks.world
     if world.size == 1:
         return []
@@ -211,9 +213,8 @@ def _transfer(blocks, outgoing: dict, channel) -> list:
                 for b in buffers]
     requests.extend(world.isend(b, peer, tag) for peer, buffers in
                     _sends(world, outgoing, direct) for b in buffers)
-    received = _received(blocks, posts, direct)
     wait_all(requests)
-    return received
+    return _received(blocks, posts, direct)
 
 
 def _receive_plan(world, incoming: list) -> list:

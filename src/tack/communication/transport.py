@@ -120,10 +120,43 @@ class Staging:
         return buffer[:nbytes]
 
 
+def mpi_refuses_cuda() -> bool:
+    """True when the MPI library says it cannot take CUDA memory: Open MPI's
+    ``MPIX_Query_cuda_support()`` returns 0. False where it says it can, or has
+    no such query (MPICH, MVAPICH, Cray MPICH: their users know their build)."""
+    if _CUDA_SUPPORT:
+        return _CUDA_SUPPORT[0]
+    import ctypes
+
+    from mpi4py import MPI
+    try:   # dlsym on mpi4py's module searches the libmpi it links to
+        query = ctypes.CDLL(MPI.__file__).MPIX_Query_cuda_support
+    except (AttributeError, OSError):
+        refuses = False
+    else:
+        query.restype = ctypes.c_int
+        refuses = query() == 0
+    _CUDA_SUPPORT.append(refuses)
+    return refuses
+
+
+_CUDA_SUPPORT = []   # the answer of mpi_refuses_cuda, once asked
+NOT_CUDA_AWARE = ("World(comm, gpu_aware=True) hands MPI device memory, but this MPI "
+                  "library is not CUDA-aware (MPIX_Query_cuda_support() returned 0) and "
+                  "would crash on it. Use World(comm), whose transport stages through "
+                  "host memory, or an MPI built with CUDA support.")
+
+
+def _check_direct(backend) -> None:
+    if backend.name == "cuda" and mpi_refuses_cuda():
+        raise RuntimeError(NOT_CUDA_AWARE)
+
+
 def empty_on(device, dtype, shape):
     """A new array to receive into directly (GPU-aware transport), in memory MPI
     may be handed (``Backend.mpi_direct``, ``Backend.allocate_mpi_array``)."""
     backend = device.backend
+    _check_direct(backend)
     if backend.mpi_direct:
         return empty(shape, dtype, device=device)
     return backend.allocate_mpi_array(device, shape, dtype)
@@ -134,6 +167,7 @@ def for_mpi(array):
     memory it may (GPU-aware transport). Either way its queue has finished
     with it when MPI reads it: DLPack export waits for the launches so far."""
     backend = array.device.backend
+    _check_direct(backend)
     if backend.mpi_direct:
         return array
     staged = backend.allocate_mpi_array(array.device, array.shape, array.dtype)

@@ -156,13 +156,14 @@ class OpenCLTarget(CTarget):
 _BLOCK = 256   # threads per block: every launch uses runtime.grid.WORKGROUP
 _CUDA_CONVERT = {T.i32: "int", T.u32: "uint", T.i64: "ll", T.u64: "ull"}
 _NARROW = {T.i8: (-128, 127), T.i16: (-32768, 32767), T.u8: (0, 255), T.u16: (0, 65535)}
-# The 64-bit conversions saturate but give 0x8000000000000000 for NaN (seen on
-# an H200), so NaN is tested first, as the spec's NaN -> 0 requires.
-_CUDA_HELPERS = (
-    "__device__ static inline long long tack_sat_ll(double v) {\n"
-    "  return v != v ? 0LL : __double2ll_rz(v);\n}\n"
-    "__device__ static inline unsigned long long tack_sat_ull(double v) {\n"
-    "  return v != v ? 0ULL : __double2ull_rz(v);\n}\n")
+# The __double2*_rz conversions saturate but do not send NaN to 0 (an H200
+# gave INT_MIN for int and 0x8000000000000000 for long long), so NaN is
+# tested first, as the spec's NaN -> 0 requires.
+_CUDA_HELPERS = "".join(
+    f"__device__ static inline {t} tack_sat_{n}(double v) {{\n"
+    f"  return v != v ? ({t})0 : __double2{n}_rz(v);\n}}\n"
+    for t, n in (("int", "int"), ("unsigned int", "uint"), ("long long", "ll"),
+                 ("unsigned long long", "ull")))
 
 
 class CUDATarget(CTarget):
@@ -199,15 +200,13 @@ class CUDATarget(CTarget):
         return f"__longlong_as_double({bits})"
 
     def saturating(self, dst, expr: str) -> str:
-        """The ``__float2int_rz`` family saturates and maps NaN to zero; narrow
-        integers clamp the 32-bit result."""
+        """``tack_sat_*``: ``__double2*_rz``, which saturates, with NaN to zero;
+        narrow integers clamp the 32-bit result."""
         if dst in _NARROW:
             lo, hi = _NARROW[dst]
-            inner = f"__double2int_rz((double)({expr}))"
+            inner = f"tack_sat_int((double)({expr}))"
             return f"(({self.type(dst)})min(max({inner}, {lo}), {hi}))"
-        if dst.bits == 64:
-            return f"tack_sat_{_CUDA_CONVERT[dst]}((double)({expr}))"
-        return f"__double2{_CUDA_CONVERT[dst]}_rz((double)({expr}))"
+        return f"tack_sat_{_CUDA_CONVERT[dst]}((double)({expr}))"
 
     def atomic(self, op: str, dtype, pointer: str, value: str) -> str:
         if dtype.is_float and (op in ("min", "max") or op == "sub"):

@@ -18,7 +18,6 @@ element addresses are ``kernelParams``; ``cuLaunchKernel`` copies them.
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from dataclasses import dataclass
 
@@ -34,12 +33,10 @@ from ...ir.passes.pack import PackInfo, pack_scalars
 from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
 from ..backend import Backend
-from ..grid import WORKGROUP, launch_count
 from . import compile as nvrtc_compile
-from . import driver as cuda_driver
-from .driver import Context, CUDAError, check, current_index, raw_launcher
+from .driver import Context, CUDAError, check, current_index
+from .launch import make_launch
 
-MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
 _TARGET = CUDATarget()
 _NOT_LOADABLE = ("CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
                  "CUDA_ERROR_INVALID_SOURCE", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
@@ -313,95 +310,8 @@ class CUDABackend(Backend):
 
     # -- running ---------------------------------------------------------------------------
     def launcher(self, program: CUDAProgram):
-        """``launch(args, extents)``: queue one launch over the flattened extents."""
-        context, lock, wait = self.context, program.lock, self._wait
-        info, name = program.pack, program.name
-        values = (ctypes.c_uint64 * max(program.n_params, 1))()
-        pointers = (ctypes.c_void_p * len(values))(
-            *[ctypes.addressof(values) + 8 * k for k in range(len(values))])
-        # `pointers` must live as long as `launch` (see launch.parameters)
-        launch_kernel, function, stream, params = raw_launcher(
-            self.driver, program.function, self.stream, ctypes.addressof(pointers))
-        first_extent = program.n_arrays + len(info.buffers)
-        if program.pack_memory is not None:
-            base = program.pack_memory.address
-            for k, offset in enumerate(program.pack_offsets):
-                values[program.n_arrays + k] = base + offset
-        positions = tuple(enumerate(program.array_positions))
-        slot_args = [arg for arg, _, _ in info.slots]
-        per_block = WORKGROUP * program.items
-        # A float zero is always rewritten: 0.0 == -0.0, and the sign matters.
-        # (`0 in scalars` is one C-level test; an integer zero rewrites too.)
-        floats = any(info.buffers[b].is_float for _, b, _ in info.slots)
-        writer = _PackWriter(self, program)
-        plain = not program.full_workgroups
-        get_ident, thread, foreign = threading.get_ident, context.thread, context.foreign
-        several = cuda_driver.several   # [whether two or more contexts are held]
-
-        def launch(args, extents):
-            if plain and len(extents) == 1:
-                total = extents[0]
-                if total <= 0:
-                    return
-                if total > MAX_LAUNCH:
-                    launch_count(name, extents, False, MAX_LAUNCH, "CUDA")
-            else:
-                total = launch_count(name, extents, program.full_workgroups, MAX_LAUNCH,
-                                     "CUDA")
-                if not total:
-                    return
-            shared = False
-            with lock:
-                # contexts switch only when two are held or on another thread
-                previous = (context.enter() if several[0] or foreign or
-                            get_ident() != thread else None)
-                try:
-                    if slot_args:
-                        scalars = tuple([args[k] for k in slot_args])
-                        if scalars != writer.last or (floats and 0 in scalars):
-                            writer.write(scalars)   # else the pack holds these values
-                    for k, position in positions:
-                        a = args[position]
-                        values[k] = a._ptr
-                        shared = shared or a._buffer.shared
-                    values[first_extent] = total
-                    for k in range(1, len(extents)):
-                        values[first_extent + k] = extents[k]
-                    code = launch_kernel(function, -(-total // per_block), 1, 1, WORKGROUP,
-                                         1, 1, 0, stream, params, None)
-                    if code:
-                        raise CUDAError("cuLaunchKernel", self.driver.CUresult(code))
-                    if shared:   # memory another library uses: complete before returning
-                        wait()
-                finally:
-                    if previous is not None:
-                        context.leave(previous)
-        launch.parameters = (values, pointers)
-        return launch
-
-
-class _PackWriter:
-    """Copies a launch's scalars into the variant's pack allocation, on the
-    stream; ``last`` is what it holds (the host copy stays alive until the
-    copy has run: the next write or the program's end replaces it)."""
-
-    def __init__(self, backend, program: CUDAProgram):
-        self.backend, self.program = backend, program
-        self.dtypes = [d.numpy for d in program.pack.buffers]
-        self.last, self.host = None, None
-
-    def write(self, scalars) -> None:
-        program = self.program
-        host = np.zeros(program.pack_bytes, np.uint8)
-        views = [host[o:].view(d) for o, d in zip(program.pack_offsets, self.dtypes)]
-        for (arg, buffer, slot), value in zip(program.pack.slots, scalars):
-            views[buffer][slot] = value
-        backend = self.backend
-        check(backend.driver.cuMemcpyHtoDAsync(program.pack_memory.address,
-                                               host.ctypes.data, host.nbytes,
-                                               backend.stream),
-              "cuMemcpyHtoDAsync (kernel scalars)")
-        self.last, self.host = scalars, host
+        """``launch(args, extents)``: queue one launch (see ``launch.py``)."""
+        return make_launch(self, program)
 
 
 class _Marker:

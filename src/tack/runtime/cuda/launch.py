@@ -1,0 +1,139 @@
+"""The warm CUDA launch: one generated Python function per built variant.
+
+``make_launch(backend, program)`` writes ``launch(args, extents)`` for one
+variant: its array arguments' positions, its scalar slots and its number of
+extents are known, so the function is straight-line code. A warm call reads
+the arrays' device addresses into the reused parameter block, rewrites the
+scalar pack only when the scalars changed, and calls libcuda's
+``cuLaunchKernel`` through ctypes (``driver.raw_launcher``), under the
+variant's dispatch lock. It makes its context current only when two contexts
+are held or on a thread other than the one that made it.
+
+Every kernel parameter is 8 bytes (device pointers and ``long long``
+extents): ``values`` holds them and ``pointers`` their addresses, which is
+what ``kernelParams`` is; ``cuLaunchKernel`` copies them, so the next launch
+may overwrite them at once. An array that another library shares
+(``CUDABuffer.shared``) makes the launch complete before returning.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from ..grid import WORKGROUP, launch_count
+from . import driver as cuda_driver
+from .driver import CUDAError, check, raw_launcher
+
+MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
+
+
+def launch_source(positions, slot_args, n_extents: int, first_extent: int,
+                  plain: bool) -> str:
+    """Source of ``launch(args, extents)`` for one variant (see module doc)."""
+    lines = ["def launch(args, extents):"]
+    if plain and n_extents == 1:
+        lines += ["    total = extents[0]",
+                  "    if total <= 0:",
+                  "        return",
+                  "    if total > MAX_LAUNCH:",
+                  "        count(extents)"]
+    else:
+        lines += ["    total = count(extents)",
+                  "    if not total:",
+                  "        return"]
+    lines += ["    with lock:",
+              "        previous = (enter() if several[0] or foreign or get_ident() != thread",
+              "                    else None)",
+              "        try:"]
+    body = []
+    if slot_args:
+        body += [f"scalars = ({''.join(f'args[{k}], ' for k in slot_args)})",
+                 "if scalars != writer.last or (floats and 0 in scalars):",
+                 "    writer.write(scalars)"]
+    for k, position in enumerate(positions):
+        body += [f"a = args[{position}]", f"values[{k}] = a._ptr"]
+    shared = " or ".join(f"args[{p}]._buffer.shared" for p in positions) or "False"
+    body.append(f"values[{first_extent}] = total")
+    body += [f"values[{first_extent + k}] = extents[{k}]" for k in range(1, n_extents)]
+    body += ["code = cu_launch(function, -(-total // per_block), 1, 1, WORKGROUP, 1, 1, "
+             "0, stream, params, None)",
+             "if code:",
+             "    failed(code)",
+             f"if {shared}:   # memory another library uses: complete before returning",
+             "    wait()"]
+    lines += ["            " + line for line in body]
+    lines += ["        finally:",
+              "            if previous is not None:",
+              "                leave(previous)"]
+    return "\n".join(lines) + "\n"
+
+
+def make_launch(backend, program):
+    """The variant's ``launch(args, extents)``; it keeps its parameter block
+    alive (``launch.parameters``) and its source (``launch.source``)."""
+    context, info = backend.context, program.pack
+    values = (ctypes.c_uint64 * max(program.n_params, 1))()
+    pointers = (ctypes.c_void_p * len(values))(
+        *[ctypes.addressof(values) + 8 * k for k in range(len(values))])
+    cu_launch, function, stream, params = raw_launcher(
+        backend.driver, program.function, backend.stream, ctypes.addressof(pointers))
+    first_extent = program.n_arrays + len(info.buffers)
+    if program.pack_memory is not None:
+        base = program.pack_memory.address
+        for k, offset in enumerate(program.pack_offsets):
+            values[program.n_arrays + k] = base + offset
+    slot_args = [arg for arg, _, _ in info.slots]
+    n_extents = program.n_params - first_extent
+
+    def count(extents):
+        return launch_count(program.name, extents, program.full_workgroups, MAX_LAUNCH,
+                            "CUDA")
+
+    def failed(code):
+        raise CUDAError("cuLaunchKernel", backend.driver.CUresult(code))
+
+    scope = dict(
+        MAX_LAUNCH=MAX_LAUNCH, WORKGROUP=WORKGROUP, count=count, failed=failed,
+        lock=program.lock, enter=context.enter, leave=context.leave,
+        several=cuda_driver.several, foreign=context.foreign,
+        get_ident=threading.get_ident, thread=context.thread,
+        writer=PackWriter(backend, program), values=values, cu_launch=cu_launch,
+        function=function, stream=stream, params=params,
+        per_block=WORKGROUP * program.items, wait=backend._wait,
+        # A float zero is always rewritten: 0.0 == -0.0, and the sign matters.
+        # (`0 in scalars` is one C-level test; an integer zero rewrites too.)
+        floats=any(info.buffers[b].is_float for _, b, _ in info.slots))
+    source = launch_source(program.array_positions, slot_args, n_extents, first_extent,
+                           not program.full_workgroups)
+    exec(compile(source, f"<tack CUDA launch of {program.name}>", "exec"), scope)
+    launch = scope["launch"]
+    launch.parameters = (values, pointers)
+    launch.source = source
+    return launch
+
+
+class PackWriter:
+    """Copies a launch's scalars into the variant's pack allocation, on the
+    stream; ``last`` is what it holds. (From pageable memory the copy has
+    taken the bytes when ``cuMemcpyHtoDAsync`` returns; ``host`` is kept anyway.)"""
+
+    def __init__(self, backend, program):
+        self.backend, self.program = backend, program
+        self.dtypes = [d.numpy for d in program.pack.buffers]
+        self.last, self.host = None, None
+
+    def write(self, scalars) -> None:
+        program = self.program
+        host = np.zeros(program.pack_bytes, np.uint8)
+        views = [host[o:].view(d) for o, d in zip(program.pack_offsets, self.dtypes)]
+        for (arg, buffer, slot), value in zip(program.pack.slots, scalars):
+            views[buffer][slot] = value
+        backend = self.backend
+        check(backend.driver.cuMemcpyHtoDAsync(program.pack_memory.address,
+                                               host.ctypes.data, host.nbytes,
+                                               backend.stream),
+              "cuMemcpyHtoDAsync (kernel scalars)")
+        self.last, self.host = scalars, host
