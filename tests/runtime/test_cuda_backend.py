@@ -401,6 +401,10 @@ def test_disjoint_arrays_get_restrict_pointers_and_four_iterations_per_thread(
     assert "tack_item < 4" in disjoint and "tack_item < 4" in aliased
     assert "tack_item" not in workgroup   # lanes map one to one onto iterations
     assert "(long long)blockIdx.x * 1024 + threadIdx.x" in disjoint
+    full_tile, last_tile = disjoint.split("} else {")
+    assert "if (tack_first + 768 < tack_total)" in full_tile
+    assert "tack_flat >= tack_total" not in full_tile   # no test between the items
+    assert "if (tack_flat >= tack_total) return;" in last_tile
 
 
 def test_print_is_refused_explicitly(fake, fake_device):

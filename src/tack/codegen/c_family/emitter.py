@@ -9,9 +9,12 @@ so no user name can collide with a C keyword or a builtin.
 
 A target may run several iterations per thread (``items_per_thread``, CUDA's
 4) in kernels without workgroup features: iteration ``first + k * 256`` for
-``k < items``, unrolled, so each thread has several loads in flight (with
-``__restrict__`` pointers, when the arrays are disjoint, the compiler issues
-them together). Workgroup kernels keep one iteration per thread.
+``k < items``. A thread whose items are all in range runs them unrolled with
+no bounds test between them, so that, with ``__restrict__`` pointers (when
+the arrays are disjoint), the compiler issues all their loads before the
+first store: on an H200 a saxpy streams at the copy bandwidth that way,
+against 81% with one iteration per thread and 87% with the tests left in
+(benchmarks/gpu_shapes.py). Workgroup kernels keep one iteration per thread.
 """
 
 from __future__ import annotations
@@ -109,19 +112,34 @@ class CEmitter:
         return f"{head} {{\n{body}\n}}\n"
 
     def parallel_body(self, loop: S.ParallelFor, items: int) -> None:
-        """The loop's body for one iteration, or unrolled over ``items`` of them."""
+        """The loop's body for one iteration, or over ``items`` of them: a full
+        tile runs them unrolled with no bounds tests between them, so the
+        compiler can issue every item's loads before the first store (with
+        ``__restrict__`` pointers); the last, partial tile tests each one."""
         if items == 1:
             self.bind_indices(loop)
             self.block_at_depth(loop.body)
             return
-        t = self.target
         self.outermost_continue = "continue;"
+        self.emit(f"if (tack_first + {(items - 1) * WORKGROUP} < tack_total) {{")
+        self.depth += 1
         self.emit("#pragma unroll")
+        self.items_loop(loop, items, checked=False)
+        self.depth -= 1
+        self.emit("} else {")
+        self.depth += 1
+        self.items_loop(loop, items, checked=True)
+        self.depth -= 1
+        self.emit("}")
+
+    def items_loop(self, loop: S.ParallelFor, items: int, checked: bool) -> None:
+        t = self.target
         self.emit(f"for (int tack_item = 0; tack_item < {items}; tack_item++) {{")
         self.depth += 1
         self.emit(f"{t.index_type} tack_flat = tack_first + ({t.index_type})tack_item * "
                   f"{WORKGROUP};")
-        self.emit("if (tack_flat >= tack_total) return;")
+        if checked:
+            self.emit("if (tack_flat >= tack_total) return;")
         self.bind_indices(loop)
         self.depth -= 1
         self.block(loop.body)
