@@ -9,6 +9,8 @@ Prints, for each library (medians):
 * saxpy (``y = a * x + y``) on 256M f32 in GB/s (12 bytes per element), next
   to the device-to-device copy bandwidth measured on the same device
   (``cuMemcpyDtoDAsync`` of 1 GiB, counted as read + write);
+* sum: ``x.sum()`` of the 256M f32 to a Python float, in GB/s read (Tack
+  accumulates in binary64; CuPy's f32 sum returns f32);
 * cold compile: the first call of a small kernel in a fresh process, with
   every compile cache off or empty.
 
@@ -116,7 +118,8 @@ def tack_side(n: int, calls: int, repeats: int) -> dict:
     x, y = tack.ones(n, device=dev), tack.ones(n, device=dev)
     seconds = per_call(lambda: saxpy(x, y, 2.0), dev.synchronize, 3, repeats)
     assert y[n - 1] == y[0], "Tack's saxpy gave uneven results"
-    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9,
+    reduce = per_call(x.sum, lambda: None, 3, repeats)   # each sum waits for its result
+    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "sum": 4 * n / reduce / 1e9,
             **driver_floor(dev, calls, repeats)}
 
 
@@ -135,7 +138,9 @@ def cupy_side(n: int, calls: int, repeats: int):
     blocks = (-(-n // 256),)
     seconds = per_call(lambda: saxpy_k(blocks, (256,), (x, y, cp.float32(2.0),
                                                         cp.int64(n))), sync, 3, repeats)
-    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "version": cp.__version__}
+    reduce = per_call(lambda: float(x.sum()), sync, 3, repeats)
+    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "sum": 4 * n / reduce / 1e9,
+            "version": cp.__version__}
 
 
 def warp_side(n: int, calls: int, repeats: int):
@@ -300,6 +305,9 @@ def main():
     print(f"{'saxpy (GB/s)':34}" + "".join(f"{results[k]['saxpy']:12.1f}" for k in names))
     print(f"{'saxpy / copy bandwidth':34}" +
           "".join(f"{results[k]['saxpy'] / copy:12.1%}" for k in names))
+    print(f"{'sum() to a Python float (GB/s)':34}" + "".join(
+        f"{results[k]['sum']:12.1f}" if results[k].get("sum") else f"{'-':>12}"
+        for k in names))
     print(f"{'cold compile (ms)':34}" + "".join(
         f"{results[k]['cold'] * 1e3:12.0f}" if results[k].get("cold") else f"{'-':>12}"
         for k in names))

@@ -18,6 +18,7 @@ Three parts:
 from __future__ import annotations
 
 import ctypes
+import math
 import platform
 import re
 import sys
@@ -407,6 +408,27 @@ def test_disjoint_arrays_get_restrict_pointers_and_four_iterations_per_thread(
     assert "if (tack_flat >= tack_total) return;" in last_tile
 
 
+def test_f32_reductions_launch_on_the_device_and_others_stay_on_the_host(fake,
+                                                                       fake_device):
+    with fake_device:
+        a = tack.ones(5000)
+        fake.arity = 3
+        before = len(fake.launches)
+        assert a.sum() == 0.0   # the fake runs no kernel: its partials stay zero
+        grid, block, values = fake.launches[-1]
+        assert (grid, block) == ((2, 1, 1), (256, 1, 1))   # 16 elements per thread
+        assert values[:2] == [a._ptr, 5000]
+        a.min(), a.max(), a.mean()
+        assert len(fake.launches) == before + 4
+        assert tack.ones(5000, tack.i32).sum() == 5000.0     # NumPy on the host
+        assert tack.ones(7, tack.f64).max() == 1.0
+        assert np.array_equal(tack.ones(5, tack.vec3()).sum(), [5.0, 5.0, 5.0])
+        assert len(fake.launches) == before + 4
+        assert tack.ones(0).sum() == 0.0
+        with pytest.raises(ValueError, match="^min reduction requires a nonempty array$"):
+            tack.ones(0).min()
+
+
 def test_print_is_refused_explicitly(fake, fake_device):
     with fake_device:
         with pytest.raises(RuntimeError, match="^" + re.escape(
@@ -545,6 +567,22 @@ def test_gpu_float_reduction(cuda, rng):
     total = tack.zeros(1, device=cuda)
     int_sum(tack.array(values, device=cuda), total)
     assert abs(total[0] - values.sum(dtype=np.float64)) < 1e-3 * len(values), repr(rng)
+
+
+@gpu
+@pytest.mark.parametrize("n", [1, 2, 7, 4097, 1_000_003])
+def test_gpu_f32_reductions_match_numpy(cuda, rng, n):
+    host = rng.values(tack.f32, n)
+    a = tack.array(host, device=cuda)
+    wide = host.astype(np.float64)
+    bound = 1e-14 * float(np.sum(np.abs(wide))) + 1e-300
+    assert abs(a.sum() - float(np.sum(wide))) <= bound, repr(rng)
+    assert a.sum() == a.sum(), "a reduction is reproducible"
+    assert a.mean() == a.sum() / n
+    assert (a.min(), a.max()) == (float(host.min()), float(host.max())), repr(rng)
+    host[n // 2] = np.nan
+    b = tack.array(host, device=cuda)
+    assert all(math.isnan(v) for v in (b.sum(), b.min(), b.max())), repr(rng)
 
 
 @gpu

@@ -265,6 +265,8 @@ class Array:
         shape = T.element_shape(self._dtype)
         if self._size == 0:
             return np.zeros(shape) if shape else 0.0
+        if self._on_device_reduction():
+            return self._device.backend.reduce(self, "sum")
         acc = _accumulator(self._scalar)
         if shape:
             values = self._host_values().reshape((self._size,) + shape)
@@ -288,6 +290,8 @@ class Array:
     def _extreme(self, which: str):
         if self._size == 0:
             raise ValueError(f"{which} reduction requires a nonempty array")
+        if self._on_device_reduction():
+            return self._device.backend.reduce(self, which)
         values = self._host_values()
         shape = T.element_shape(self._dtype)
         if shape:
@@ -295,6 +299,11 @@ class Array:
             found = values.min(axis=0) if which == "min" else values.max(axis=0)
             return found.astype(np.float64)
         return float(values.min() if which == "min" else values.max())
+
+    def _on_device_reduction(self) -> bool:
+        """Whether this array reduces on its device: f32 scalars on a backend
+        with device reductions (spec 003 Reductions)."""
+        return self._dtype is T.f32 and self._device.backend.supports_device_reductions
 
     def _host_values(self) -> np.ndarray:
         return self._values()

@@ -54,6 +54,11 @@ class Backend:
     def memory_space(self, ptr) -> str:
         return "cpu"
 
+    # -- reductions ---------------------------------------------------------------
+    # A backend with device reductions reduces f32 arrays itself (spec 003
+    # Reductions): ``reduce(array, op)`` for op "sum", "min" or "max".
+    supports_device_reductions = False
+
     # -- GPU-aware MPI ---------------------------------------------------------------
     mpi_direct = True   # whether MPI may be handed this backend's buffers as they are
 
