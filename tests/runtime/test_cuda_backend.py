@@ -416,7 +416,7 @@ def test_f32_reductions_launch_on_the_device_and_others_stay_on_the_host(fake,
         before = len(fake.launches)
         assert a.sum() == 0.0   # the fake runs no kernel: its partials stay zero
         grid, block, values = fake.launches[-1]
-        assert (grid, block) == ((2, 1, 1), (256, 1, 1))   # 16 elements per thread
+        assert (grid, block) == ((2, 1, 1), (256, 1, 1))   # tiles of 4096
         assert values[:2] == [a._ptr, 5000]
         a.min(), a.max(), a.mean()
         assert len(fake.launches) == before + 4

@@ -1,17 +1,18 @@
 """Device reductions of f32 arrays on CUDA: ``a.sum()``, ``a.min()``, ``a.max()``.
 
 One kernel per operation, compiled with NVRTC the first time a device
-reduces. Each thread combines a strided run of elements in binary64, each
-block combines its 256 threads' results by a fixed tree in shared memory and
-writes one partial; the host combines the partials with NumPy. The grid is
-a function of the element count alone, so the same array always reduces in
-the same order: the result is reproducible run to run. A sum accumulates in
-binary64, as the host path does; up to 2**28 elements a thread combines at
-most 16, so with the 8-level tree and NumPy's pairwise sum of the partials
-the error stays within about 40 units of binary64 rounding of the sum of
-magnitudes, under the 1e-14 relative bound the host path is tested against. min and max
-propagate NaN (any NaN gives NaN), as NumPy does; between 0.0 and -0.0
-either may be returned.
+reduces. A block reduces tiles of 4096 elements: each thread loads 16 of
+them together into four binary64 accumulators, warp shuffles and one warp
+combine the block's threads in a fixed order, and the block writes one
+partial; the host combines the partials with NumPy. The grid is a function
+of the element count alone, so the same array always reduces in the same
+order: the result is reproducible run to run. A sum accumulates in binary64,
+as the host path does. Up to 2**28 elements a thread adds at most 4 values
+per accumulator, and the shuffles add 10 levels, so with NumPy's pairwise sum
+of the partials the error stays within a few tens of binary64 roundings of
+the sum of magnitudes, under the 1e-14 relative bound the host path is
+tested against. min and max propagate NaN (any NaN gives NaN), as NumPy
+does; between 0.0 and -0.0 either may be returned.
 """
 
 from __future__ import annotations
@@ -36,22 +37,44 @@ struct TackMin { __device__ static double combine(double a, double b) {
 struct TackMax { __device__ static double combine(double a, double b) {
   return tack_pick(a, b, b > a); } };
 
+// Each block reduces tiles of 4096 elements (16 per thread, 256 apart, so a
+// warp reads consecutive floats), tile after tile, gridDim.x apart. A thread
+// keeps four accumulators (element k goes to k % 4), so its 16 loads are in
+// flight together; then warp shuffles and one warp of the 8 per-warp results
+// give the block's partial. Every order is fixed by the element count.
 template <class Op>
 __device__ void tack_reduce(const float* __restrict__ x, long long n,
                             double* __restrict__ partial, double start) {
-  __shared__ double lanes[256];
-  double acc = start;
-  long long step = (long long)gridDim.x * 256;
-  for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += step)
-    acc = Op::combine(acc, (double)x[i]);
-  lanes[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = 128; half > 0; half >>= 1) {
-    if (threadIdx.x < half)
-      lanes[threadIdx.x] = Op::combine(lanes[threadIdx.x], lanes[threadIdx.x + half]);
-    __syncthreads();
+  __shared__ double warps[8];
+  double acc[4] = {start, start, start, start};
+  long long tiles = (n + 4095) / 4096;
+  for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    long long base = tile * 4096 + threadIdx.x;
+    if (base + 15 * 256 < n) {
+      float v[16];
+      #pragma unroll
+      for (int k = 0; k < 16; k++) v[k] = x[base + k * 256];
+      #pragma unroll
+      for (int k = 0; k < 16; k++) acc[k % 4] = Op::combine(acc[k % 4], (double)v[k]);
+    } else {
+      for (int k = 0; k < 16; k++)
+        if (base + k * 256 < n)
+          acc[k % 4] = Op::combine(acc[k % 4], (double)x[base + k * 256]);
+    }
   }
-  if (threadIdx.x == 0) partial[blockIdx.x] = lanes[0];
+  double r = Op::combine(Op::combine(acc[0], acc[1]), Op::combine(acc[2], acc[3]));
+  #pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    r = Op::combine(r, __shfl_down_sync(0xffffffffu, r, offset));
+  if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = r;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    r = threadIdx.x < 8 ? warps[threadIdx.x] : start;
+    #pragma unroll
+    for (int offset = 4; offset > 0; offset >>= 1)
+      r = Op::combine(r, __shfl_down_sync(0xffffffffu, r, offset));
+    if (threadIdx.x == 0) partial[blockIdx.x] = r;
+  }
 }
 
 extern "C" __global__ void tack_reduce_sum(const float* x, long long n, double* p) {
@@ -65,11 +88,13 @@ extern "C" __global__ void tack_reduce_max(const float* x, long long n, double* 
 }
 """
 
+TILE = 4096   # elements per block per step: 16 per thread
+
 
 def blocks_for(n: int) -> int:
-    """The grid of an ``n``-element reduction: at most 16 elements per thread
-    up to MAX_BLOCKS blocks (a function of ``n`` alone)."""
-    return max(1, min(MAX_BLOCKS, -(-n // (BLOCK * 16)), -(-n // BLOCK)))
+    """The grid of an ``n``-element reduction, a function of ``n`` alone: one
+    block per tile of 4096 elements, at most MAX_BLOCKS."""
+    return max(1, min(MAX_BLOCKS, -(-n // TILE)))
 
 
 class Reducer:
