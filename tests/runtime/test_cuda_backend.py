@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import platform
 import re
 import sys
@@ -685,3 +686,52 @@ def test_gpu_array_from_ptr(cuda, rng):
     with pytest.raises(ValueError, match=re.escape(
             "Pointer is in 'cpu' memory but the device is 'CUDA'.")):
         tack.array_from_ptr(np.zeros(4).ctypes.data, (4,), tack.f64, device=cuda)
+
+
+def _read_exported(exported) -> np.ndarray:
+    """Import ``exported``'s file descriptor as another process would (import,
+    map, read), and return the array's values from that mapping."""
+    from cuda.bindings import driver
+    from tack.runtime.cuda.driver import check
+    kind = driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+    handle = check(driver.cuMemImportFromShareableHandle(exported.handle, kind),
+                   "cuMemImportFromShareableHandle")
+    address = check(driver.cuMemAddressReserve(exported.size, 0, 0, 0),
+                    "cuMemAddressReserve")
+    try:
+        check(driver.cuMemMap(address, exported.size, 0, handle, 0), "cuMemMap")
+        access = driver.CUmemAccessDesc()
+        access.location.type = driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        access.location.id = exported.device.index
+        access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        check(driver.cuMemSetAccess(address, exported.size, [access], 1), "cuMemSetAccess")
+        out = np.empty(exported.shape, exported.dtype.numpy)
+        check(driver.cuMemcpyDtoH(out.ctypes.data, int(address) + exported.offset,
+                                  exported.nbytes), "cuMemcpyDtoH")
+        check(driver.cuMemUnmap(address, exported.size), "cuMemUnmap")
+    finally:
+        driver.cuMemAddressFree(address, exported.size)
+        driver.cuMemRelease(handle)
+    return out
+
+
+@gpu
+def test_gpu_export_memory_shares_exportable_arrays_and_snapshots_others(cuda, rng):
+    values = rng.values(tack.f32, 1001)
+    a = tack.empty(1001, device=cuda, exportable=True)
+    tack.copyto(a, values)
+    shared = a.export_memory()
+    assert (shared.snapshot, shared.handle_type, shared.offset) == (False, "opaque_fd", 0)
+    assert shared.size >= a.nbytes and os.fstat(shared.handle)
+    np.testing.assert_array_equal(_read_exported(shared), values, err_msg=repr(rng))
+    add_scalar(a, 1.0)   # exported: the launch completes before returning
+    np.testing.assert_array_equal(_read_exported(shared), values + np.float32(1))
+    b = tack.array(values, device=cuda)
+    snapshot = b.export_memory()
+    assert snapshot.snapshot and snapshot.array is not b
+    add_scalar(b, 5.0)
+    np.testing.assert_array_equal(_read_exported(snapshot), values, err_msg=repr(rng))
+    view = tack.array(values, device=cuda).reshape(7, 143)
+    assert _read_exported(view.export_memory()).shape == (7, 143)
+    shared.close()
+    assert shared.handle == -1

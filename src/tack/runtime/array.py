@@ -255,6 +255,13 @@ class Array:
             return self
         return array(self.numpy(), self._dtype, device=target)
 
+    def export_memory(self):
+        """An ExportedMemory handle (a POSIX file descriptor) that another API or
+        process imports: CUDA only; an array not made with ``exportable=True``
+        is copied once, so its export is a snapshot (``runtime/exported.py``)."""
+        from .exported import export_memory
+        return export_memory(self)
+
     # -- reductions ---------------------------------------------------------------
     # A vector or matrix array reduces component by component over its elements
     # and returns a float64 NumPy array of the element's shape, each component

@@ -42,14 +42,22 @@ def _shape(shape) -> tuple:
     return tuple(out)
 
 
-def empty(shape, dtype=T.f32, *, device=None) -> Array:
-    """A new array with unspecified contents (the CPU does not touch its pages)."""
+def empty(shape, dtype=T.f32, *, device=None, exportable=False) -> Array:
+    """A new array with unspecified contents (the CPU does not touch its pages).
+    ``exportable=True`` allocates memory ``export_memory()`` shares without a
+    copy (CUDA only: elsewhere ``RuntimeError``)."""
     dev = _resolve_device(device)
     dims = _shape(shape)
     dt = T.as_element_type(dtype)
     count = math.prod(dims)
-    buffer = dev.backend.allocate(count * dt.itemsize)
-    return Array(buffer, dims, dt, dev)
+    backend = dev.backend
+    if exportable:
+        if not hasattr(backend, "allocate_exportable"):
+            raise RuntimeError(f"empty(exportable=True) is not supported on {dev}: only "
+                               f"CUDA devices have exportable memory (export_memory() "
+                               f"raises RuntimeError on the {backend.class_name} too)")
+        return Array(backend.allocate_exportable(count * dt.itemsize), dims, dt, dev)
+    return Array(backend.allocate(count * dt.itemsize), dims, dt, dev)
 
 
 def zeros(shape, dtype=T.f32, *, device=None) -> Array:

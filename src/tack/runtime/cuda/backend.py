@@ -34,6 +34,7 @@ from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
 from ..backend import Backend
 from . import compile as nvrtc_compile
+from . import exportable
 from .driver import Context, CUDAError, check, current_index
 from .launch import make_launch
 
@@ -81,6 +82,22 @@ class CUDABuffer:
     def __del__(self):
         if self.owned and self.address:
             self.backend.free(self.address, self.pooled)
+
+
+class ExportableBuffer(CUDABuffer):
+    """An exportable allocation (``exportable.py``): ``size`` bytes mapped at
+    ``address``, the driver's allocation ``handle``."""
+
+    __slots__ = ("size", "handle")
+
+    def __init__(self, backend, nbytes: int):
+        address, self.size, self.handle = exportable.allocate(backend, nbytes)
+        super().__init__(backend, address, nbytes, owned=False)
+        self.shared = False   # Tack's own memory until exported
+
+    def __del__(self):
+        if self.backend.context.state.open:
+            exportable.release(self.backend, self.address, self.size, self.handle)
 
 
 @dataclass
@@ -176,6 +193,28 @@ class CUDABackend(Backend):
             else:
                 address = check(self.driver.cuMemAlloc(size), f"cuMemAlloc({size} bytes)")
         return CUDABuffer(self, int(address), nbytes, owned=True, pooled=self.pools)
+
+    def allocate_exportable(self, nbytes: int) -> ExportableBuffer:
+        """Memory ``export_memory`` shares without a copy (``exportable.py``)."""
+        return ExportableBuffer(self, nbytes)
+
+    def export_memory(self, array):
+        """An ExportedMemory of ``array``: its own allocation when exportable,
+        else a snapshot copied once into a new exportable one. The launches so
+        far finish first, and later ones using it complete before returning."""
+        from ..creation import empty
+        from ..exported import ExportedMemory
+        from ..host_ops import copyto
+        snapshot = not isinstance(array._buffer, ExportableBuffer)
+        if snapshot:
+            copy = empty(array.shape, array.dtype, device=array.device, exportable=True)
+            copyto(copy, array)
+            array = copy
+        buffer = array._buffer
+        buffer.share()
+        return ExportedMemory(exportable.export(self, buffer.handle),
+                              exportable.HANDLE_TYPE, buffer.size,
+                              array._ptr - buffer.address, array, snapshot)
 
     @property
     def mpi_direct(self) -> bool:
