@@ -1,18 +1,21 @@
 """Device reductions of f32 arrays on CUDA: ``a.sum()``, ``a.min()``, ``a.max()``.
 
-One kernel per operation, compiled with NVRTC the first time a device
-reduces. A block reduces tiles of 4096 elements: each thread loads 16 of
-them together into four binary64 accumulators, warp shuffles and one warp
-combine the block's threads in a fixed order, and the block writes one
-partial; the host combines the partials with NumPy. The grid is a function
-of the element count alone, so the same array always reduces in the same
-order: the result is reproducible run to run. A sum accumulates in binary64,
-as the host path does. Up to 2**28 elements a thread adds at most 4 values
-per accumulator, and the shuffles add 10 levels, so with NumPy's pairwise sum
-of the partials the error stays within a few tens of binary64 roundings of
-the sum of magnitudes, under the 1e-14 relative bound the host path is
-tested against. min and max propagate NaN (any NaN gives NaN), as NumPy
-does; between 0.0 and -0.0 either may be returned.
+Two kernels per operation (f32 elements, binary64 partials), compiled with
+NVRTC the first time a device reduces. A block reduces tiles of 4096
+elements: each thread loads 16 of them together into four binary64
+accumulators, warp shuffles and one warp combine the block's threads in a
+fixed order, and the block writes one partial. Passes over the partials
+reduce them on the device the same way while they span more than one tile,
+and the host combines the last 16 or fewer with NumPy. The grids are a
+function of the element count alone, so the same array always reduces in
+the same order: the result is reproducible run to run.
+
+A sum accumulates in binary64, as the host path does. Up to 2**28 elements
+a thread adds at most 4 values per accumulator and each pass's shuffles add
+10 levels, so the error stays within a few tens of binary64 roundings of the
+sum of magnitudes, under the 1e-14 relative bound the host path is tested
+against. min and max propagate NaN (any NaN gives NaN), as NumPy does;
+between 0.0 and -0.0 either may be returned.
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ struct TackMax { __device__ static double combine(double a, double b) {
 // keeps four accumulators (element k goes to k % 4), so its 16 loads are in
 // flight together; then warp shuffles and one warp of the 8 per-warp results
 // give the block's partial. Every order is fixed by the element count.
-template <class Op>
-__device__ void tack_reduce(const float* __restrict__ x, long long n,
+template <class Op, class T>
+__device__ void tack_reduce(const T* __restrict__ x, long long n,
                             double* __restrict__ partial, double start) {
   __shared__ double warps[8];
   double acc[4] = {start, start, start, start};
@@ -51,7 +54,7 @@ __device__ void tack_reduce(const float* __restrict__ x, long long n,
   for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     long long base = tile * 4096 + threadIdx.x;
     if (base + 15 * 256 < n) {
-      float v[16];
+      T v[16];
       #pragma unroll
       for (int k = 0; k < 16; k++) v[k] = x[base + k * 256];
       #pragma unroll
@@ -77,15 +80,16 @@ __device__ void tack_reduce(const float* __restrict__ x, long long n,
   }
 }
 
-extern "C" __global__ void tack_reduce_sum(const float* x, long long n, double* p) {
-  tack_reduce<TackSum>(x, n, p, 0.0);
-}
-extern "C" __global__ void tack_reduce_min(const float* x, long long n, double* p) {
-  tack_reduce<TackMin>(x, n, p, __longlong_as_double(0x7ff0000000000000LL));
-}
-extern "C" __global__ void tack_reduce_max(const float* x, long long n, double* p) {
-  tack_reduce<TackMax>(x, n, p, __longlong_as_double(0xfff0000000000000LL));
-}
+#define TACK_REDUCE(OP, OPS, START) \
+  extern "C" __global__ void tack_reduce_##OP##_f32(const float* x, long long n, \
+                                                     double* p) { \
+    tack_reduce<OPS, float>(x, n, p, START); } \
+  extern "C" __global__ void tack_reduce_##OP##_f64(const double* x, long long n, \
+                                                     double* p) { \
+    tack_reduce<OPS, double>(x, n, p, START); }
+TACK_REDUCE(sum, TackSum, 0.0)
+TACK_REDUCE(min, TackMin, __longlong_as_double(0x7ff0000000000000LL))
+TACK_REDUCE(max, TackMax, __longlong_as_double(0xfff0000000000000LL))
 """
 
 TILE = 4096   # elements per block per step: 16 per thread
@@ -105,24 +109,40 @@ class Reducer:
         ptx, cubin = nvrtc_compile.compile_cuda(SOURCE, backend.arch, "tack_reduce.cu")
         self.functions = {}
         for op in ("sum", "min", "max"):
-            _, function = backend._load(ptx, cubin, f"tack_reduce_{op}")
-            self.functions[op] = function
+            for kind in ("f32", "f64"):
+                name = f"tack_reduce_{op}_{kind}"
+                self.functions[op, kind] = backend._load(ptx, cubin, name)[1]
 
     def reduce(self, array, op: str) -> float:
-        """``op`` ("sum", "min" or "max") of the f32 ``array``'s elements."""
-        backend, n = self.backend, array.size
-        blocks = blocks_for(n)
-        partial = backend.allocate(8 * blocks)
-        values = (ctypes.c_uint64 * 3)(array._ptr, n, partial.address)
-        pointers = (ctypes.c_void_p * 3)(*[ctypes.addressof(values) + 8 * k
-                                           for k in range(3)])
-        launch, function, stream, params = raw_launcher(
-            backend.driver, self.functions[op], backend.stream, ctypes.addressof(pointers))
+        """``op`` ("sum", "min" or "max") of the f32 ``array``'s elements: the
+        f32 pass writes one partial per block, f64 passes reduce the partials
+        on the device while there are more than one tile of them, and the host
+        combines the last few."""
+        backend = self.backend
+        address, n, kind = array._ptr, array.size, "f32"
+        keep = []   # the partial buffers, alive until the final read
         with backend.context.active():
-            code = launch(function, blocks, 1, 1, BLOCK, 1, 1, 0, stream, params, None)
-            if code:
-                raise CUDAError("cuLaunchKernel (reduction)", backend.driver.CUresult(code))
-        out = partial.read(8 * blocks, copy=True).view(np.float64)   # waits
+            while True:
+                blocks = blocks_for(n)
+                partial = backend.allocate(8 * blocks)
+                keep.append(partial)
+                self._launch(self.functions[op, kind], address, n, partial.address,
+                             blocks)
+                address, n, kind = partial.address, blocks, "f64"
+                if blocks <= 16:
+                    break
+        out = keep[-1].read(8 * n, copy=True).view(np.float64)   # waits
         if op == "sum":
             return float(np.sum(out))
         return float(out.min() if op == "min" else out.max())
+
+    def _launch(self, function, address: int, n: int, partial: int, blocks: int) -> None:
+        backend = self.backend
+        values = (ctypes.c_uint64 * 3)(address, n, partial)
+        pointers = (ctypes.c_void_p * 3)(*[ctypes.addressof(values) + 8 * k
+                                           for k in range(3)])
+        launch, function, stream, params = raw_launcher(
+            backend.driver, function, backend.stream, ctypes.addressof(pointers))
+        code = launch(function, blocks, 1, 1, BLOCK, 1, 1, 0, stream, params, None)
+        if code:
+            raise CUDAError("cuLaunchKernel (reduction)", backend.driver.CUresult(code))
