@@ -83,7 +83,7 @@ def driver_floor(dev, calls: int, repeats: int) -> dict:
     backend = dev.backend
     driver = backend.driver
     ptx, cubin = compile_cuda(EMPTY, backend.arch)
-    _, function = backend._load(ptx, cubin, "tack_empty")
+    _, function = backend._load((ptx, cubin), "tack_empty")
     launch, f, stream, _ = raw_launcher(driver, function, backend.stream, 0)
 
     def run():

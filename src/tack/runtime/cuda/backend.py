@@ -4,84 +4,29 @@ One context (see ``driver.py``) and one stream per device. Memory is
 stream-ordered (``cuMemAllocAsync``, where the device has memory pools) and
 freed on the stream when the array goes. Launches are queued on the stream
 and return at once; host reads wait; a launch's error surfaces at the next
-wait as a RuntimeError. The build is OpenCL's with the CUDA target: pack the
-scalars, annotate, emit CUDA C++, compile with NVRTC (a cubin for the
-device's architecture, PTX as the fallback) and load it with
-``cuModuleLoadData``. Scalars travel in one pack allocation per variant,
-written on the stream when they differ from the previous launch's, under the
-variant's lock (the dispatch lock of spec 000).
-
-Every kernel parameter is 8 bytes (device pointers and ``long long``
-extents), so a launch writes them into one reused ``uint64`` array whose
-element addresses are ``kernelParams``; ``cuLaunchKernel`` copies them.
+wait as a RuntimeError. The build and the warm launch are the stream
+backends' (``runtime/stream``) with the CUDA target: NVRTC compiles a cubin
+for the device's architecture (PTX as the fallback) and ``cuModuleLoadData``
+loads it. Scalars travel in one pack allocation per variant, written on the
+stream when they differ from the previous launch's, under the variant's
+lock (the dispatch lock of spec 000).
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-
 import numpy as np
 
 from ... import types as T
-from ...codegen.c_family import generate_c_source
-from ...codegen.c_family.emitter import items_per_thread
 from ...codegen.c_family.targets import CUDATarget
-from ...ir.cost import Cost, iteration_cost
-from ...ir.passes.annotate import annotate_types
-from ...ir.passes.pack import PackInfo, pack_scalars
-from ...ir.passes.workgroups import requires_full_workgroups
-from ...ir.verify import verify
-from ..backend import Backend
+from ..stream.backend import DeviceBuffer, StreamBackend
 from . import compile as nvrtc_compile
 from . import exportable
-from .driver import Context, CUDAError, check, current_index
-from .launch import make_launch
+from .driver import Context, CUDAError, check, current_index, raw_launcher
 
-_TARGET = CUDATarget()
+CUDABuffer = DeviceBuffer   # the name the CUDA code and its tests use
 _NOT_LOADABLE = ("CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
                  "CUDA_ERROR_INVALID_SOURCE", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
                  "CUDA_ERROR_JIT_COMPILER_NOT_FOUND")
-
-
-class CUDABuffer:
-    """Device memory at ``address``: allocated by the backend (and freed on its
-    stream when collected), or wrapped (``owned`` false; ``owner`` keeps the
-    producer's memory alive). ``shared``: another library may use it, so every
-    launch that uses it completes before returning."""
-
-    __slots__ = ("backend", "address", "nbytes", "owned", "owner", "shared", "pooled",
-                 "__weakref__")
-
-    def __init__(self, backend, address: int, nbytes: int, owned: bool, owner=None,
-                 pooled: bool = False):
-        self.backend = backend
-        self.address = address
-        self.nbytes = nbytes
-        self.owned = owned
-        self.owner = owner
-        self.shared = not owned
-        self.pooled = pooled
-
-    def read(self, nbytes: int, copy: bool):
-        out = np.empty(nbytes, np.uint8)
-        if nbytes:
-            self.backend.copy_to_host(out, self.address, nbytes)
-        return out
-
-    def write(self, data) -> None:
-        if data.size:
-            self.backend.copy_from_host(self.address, np.ascontiguousarray(data))
-
-    def share(self) -> None:
-        """From now on another library may read or write this memory: wait for
-        the launches so far, and make each later launch that uses it wait."""
-        self.backend.synchronize()
-        self.shared = True
-
-    def __del__(self):
-        if self.owned and self.address:
-            self.backend.free(self.address, self.pooled)
 
 
 class ExportableBuffer(CUDABuffer):
@@ -100,60 +45,14 @@ class ExportableBuffer(CUDABuffer):
             exportable.release(self.backend, self.address, self.size, self.handle)
 
 
-@dataclass
-class CUDAProgram:
-    """A built variant: the loaded function, its source, packing layout and cost."""
-
-    source: str
-    entry: str
-    module: object
-    function: object
-    pack: PackInfo
-    pack_offsets: tuple     # byte offset of each pack buffer in the pack allocation
-    pack_bytes: int
-    pack_memory: CUDABuffer
-    n_arrays: int
-    n_params: int
-    cost: Cost
-    lock: threading.Lock
-    full_workgroups: bool = False
-    name: str = ""
-    items: int = 1               # loop iterations per thread (emitter.items_per_thread)
-    array_positions: tuple = ()  # which arguments are arrays, in parameter order
-
-
-def packed(fn) -> tuple:
-    """``(typed, PackInfo)``: optimized IR with its scalars packed, then annotated
-    (the same steps as OpenCL's build)."""
-    fn, info = pack_scalars(fn)
-    verify(fn, "packed")
-    return verify(annotate_types(fn), "typed"), info
-
-
-def cuda_source(fn) -> tuple:
-    """``(CUDA C++ source, entry name)`` of optimized IR ``fn``, as ``build`` emits it."""
-    return generate_c_source(packed(fn)[0], _TARGET)
-
-
-def _pack_layout(info: PackInfo) -> tuple:
-    """Byte offsets of the pack buffers in one allocation (8-byte aligned), and its size."""
-    offsets, total = [], 0
-    for k, dtype in enumerate(info.buffers):
-        offsets.append(total)
-        count = sum(1 for _, b, _ in info.slots if b == k)
-        total += -(-count * dtype.itemsize // 8) * 8
-    return tuple(offsets), total
-
-
-class CUDABackend(Backend):
+class CUDABackend(StreamBackend):
     name = "cuda"
     api_name = "CUDA"   # as messages name the device kind
-    supports_workgroups = True
+    target = CUDATarget()
     dlpack_device_type = 2  # kDLCUDA
     dlpack_refusal_note = ("the CUDA backend wraps device memory (kDLCUDA) only; copy "
                            "other memory with tack.array(..., device=...)")
     supported_dtypes = frozenset(T.SCALAR_TYPES)
-    specialize_disjoint = True   # disjoint arrays get __restrict__ pointers
     supports_device_reductions = True   # f32 sum/min/max (reduce.py)
     # CUDATarget: native atomicAdd/Min/Max on 32- and 64-bit integers and
     # atomicAdd on f32/f64; float sub/min/max are compare-and-swap loops.
@@ -181,7 +80,7 @@ class CUDABackend(Backend):
     # -- identity --------------------------------------------------------------------
     def cache_target(self):
         return ("cuda", self.device_name, self.capability, self.arch,
-                nvrtc_compile.version(), _TARGET.items_per_thread)
+                nvrtc_compile.version(), self.target.items_per_thread)
 
     # -- memory ---------------------------------------------------------------------------
     def allocate(self, nbytes: int) -> CUDABuffer:
@@ -301,44 +200,19 @@ class CUDABackend(Backend):
         if result[0] != 0:
             raise CUDAError("a CUDA launch or copy on this device", result[0])
 
-    def synchronize(self) -> None:
-        with self.context.active():
-            self._wait()
-
     def async_marker(self):
         return _Marker(self)
 
-    # -- building -------------------------------------------------------------------------
-    def typed(self, fn):
-        return packed(fn)[0]
+    # -- building (the hooks of StreamBackend.build) ------------------------------------
+    def compile_source(self, source: str, entry: str) -> tuple:
+        """``(ptx, cubin)`` of CUDA C++ ``source`` for this device (NVRTC)."""
+        return nvrtc_compile.compile_cuda(source, self.arch, f"{entry}.cu")
 
-    def inspect_source(self, fn, optimized: bool) -> str:
-        source = generate_c_source(packed(fn)[0], _TARGET)[0]
-        if optimized:
-            raise ValueError("inspect mode 'optimized' is CPU only: NVRTC and the CUDA "
-                             "driver optimize inside their own compilers, whose output "
-                             "Tack does not show")
-        return source
-
-    def build(self, fn) -> CUDAProgram:
-        typed, info = packed(fn)
-        source, entry = generate_c_source(typed, _TARGET)  # print/debug: NotImplementedError
-        ptx, cubin = nvrtc_compile.compile_cuda(source, self.arch, f"{entry}.cu")
-        module, function = self._load(ptx, cubin, entry)
-        offsets, pack_bytes = _pack_layout(info)
-        pack_memory = self.allocate(pack_bytes) if pack_bytes else None
-        n_arrays = sum(1 for p in typed.params if p.is_array) - len(info.buffers)
-        n_params = len(typed.params) + len(typed.parallel_for.extents)
-        positions = tuple(k for k, p in enumerate(fn.params) if p.is_array)
-        return CUDAProgram(source, entry, module, function, info, offsets, pack_bytes,
-                           pack_memory, n_arrays, n_params, iteration_cost(typed),
-                           threading.Lock(), requires_full_workgroups(typed), fn.name,
-                           items_per_thread(typed, _TARGET), positions)
-
-    def _load(self, ptx: bytes, cubin, entry: str):
-        """The module and kernel of ``cubin`` (PTX when there is none, or when the
-        driver cannot load the cubin)."""
+    def _load(self, images: tuple, entry: str):
+        """The module and kernel of the cubin (the PTX when there is none, or when
+        the driver cannot load the cubin)."""
         driver = self.driver
+        ptx, cubin = images
         images = ([cubin] if cubin else []) + [ptx]
         with self.context.active():
             for k, image in enumerate(images):
@@ -357,11 +231,20 @@ class CUDABackend(Backend):
                              "cuModuleGetFunction")
         return module, function
 
-    # -- running ---------------------------------------------------------------------------
-    def launcher(self, program: CUDAProgram):
-        """``launch(args, extents)``: queue one launch (see ``launch.py``)."""
-        return make_launch(self, program)
+    # -- launching (the hooks of stream/launch.py) -----------------------------------------
+    def launch_function(self, function, params: int) -> tuple:
+        """``(launch, function, stream, params)`` for ``launch.py``: libcuda's
+        ``cuLaunchKernel`` through ctypes (``driver.raw_launcher``)."""
+        return raw_launcher(self.driver, function, self.stream, params)
 
+    def launch_failed(self, code: int, what: str = "cuLaunchKernel"):
+        raise CUDAError(what, self.driver.CUresult(code))
+
+    def copy_from_host_async(self, address: int, host: np.ndarray) -> None:
+        """Queue a copy of ``host`` to ``address`` (the caller is in the context;
+        from pageable memory the driver has the bytes when this returns)."""
+        check(self.driver.cuMemcpyHtoDAsync(address, host.ctypes.data, host.nbytes,
+                                            self.stream), "cuMemcpyHtoDAsync")
 
 class _Marker:
     """The launches queued so far, as an event ``wait()`` blocks on (any thread)."""

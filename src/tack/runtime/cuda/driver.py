@@ -203,6 +203,7 @@ class Context:
             weakref.finalize(self, _release, driver, self.device, int(self.handle),
                              self.state)
         self.key = int(self.handle)
+        self.several = several   # [whether two or more contexts are held]
         self.thread = threading.get_ident()
         _hold(self.key, True)
 

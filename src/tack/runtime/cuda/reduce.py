@@ -24,8 +24,6 @@ import ctypes
 
 import numpy as np
 
-from . import compile as nvrtc_compile
-from .driver import CUDAError, raw_launcher
 
 BLOCK = 256
 MAX_BLOCKS = 1 << 16   # the partials: at most 512 KiB of binary64
@@ -106,12 +104,12 @@ class Reducer:
 
     def __init__(self, backend):
         self.backend = backend
-        ptx, cubin = nvrtc_compile.compile_cuda(SOURCE, backend.arch, "tack_reduce.cu")
+        images = backend.compile_source(SOURCE, "tack_reduce")
         self.functions = {}
         for op in ("sum", "min", "max"):
             for kind in ("f32", "f64"):
                 name = f"tack_reduce_{op}_{kind}"
-                self.functions[op, kind] = backend._load(ptx, cubin, name)[1]
+                self.functions[op, kind] = backend._load(images, name)[1]
 
     def reduce(self, array, op: str) -> float:
         """``op`` ("sum", "min" or "max") of the f32 ``array``'s elements: the
@@ -141,8 +139,8 @@ class Reducer:
         values = (ctypes.c_uint64 * 3)(address, n, partial)
         pointers = (ctypes.c_void_p * 3)(*[ctypes.addressof(values) + 8 * k
                                            for k in range(3)])
-        launch, function, stream, params = raw_launcher(
-            backend.driver, function, backend.stream, ctypes.addressof(pointers))
+        launch, function, stream, params = backend.launch_function(
+            function, ctypes.addressof(pointers))
         code = launch(function, blocks, 1, 1, BLOCK, 1, 1, 0, stream, params, None)
         if code:
-            raise CUDAError("cuLaunchKernel (reduction)", backend.driver.CUresult(code))
+            backend.launch_failed(code, "cuLaunchKernel (reduction)")

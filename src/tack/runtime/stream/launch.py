@@ -1,19 +1,21 @@
-"""The warm CUDA launch: one generated Python function per built variant.
+"""The warm launch of the stream backends (CUDA, HIP): one generated Python
+function per built variant.
 
 ``make_launch(backend, program)`` writes ``launch(args, extents)`` for one
 variant: its array arguments' positions, its scalar slots and its number of
 extents are known, so the function is straight-line code. A warm call reads
 the arrays' device addresses into the reused parameter block, rewrites the
-scalar pack only when the scalars changed, and calls libcuda's
-``cuLaunchKernel`` through ctypes (``driver.raw_launcher``), under the
-variant's dispatch lock. It makes its context current only when two contexts
-are held or on a thread other than the one that made it.
+scalar pack only when the scalars changed, and calls the driver's launch
+function as ``backend.launch_function`` gives it (CUDA: libcuda's
+``cuLaunchKernel`` through ctypes), under the variant's dispatch lock. It
+makes its context (or device) current only when the device model says so:
+two held, a device of its own (``context.foreign``), or another thread.
 
 Every kernel parameter is 8 bytes (device pointers and ``long long``
 extents): ``values`` holds them and ``pointers`` their addresses, which is
-what ``kernelParams`` is; ``cuLaunchKernel`` copies them, so the next launch
-may overwrite them at once. An array that another library shares
-(``CUDABuffer.shared``) makes the launch complete before returning.
+what ``kernelParams`` is; the launch copies them, so the next launch may
+overwrite them at once. An array that another library shares
+(``DeviceBuffer.shared``) makes the launch complete before returning.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ import threading
 import numpy as np
 
 from ..grid import WORKGROUP, launch_count
-from . import driver as cuda_driver
-from .driver import CUDAError, check, raw_launcher
 
 MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
 
@@ -78,8 +78,8 @@ def make_launch(backend, program):
     values = (ctypes.c_uint64 * max(program.n_params, 1))()
     pointers = (ctypes.c_void_p * len(values))(
         *[ctypes.addressof(values) + 8 * k for k in range(len(values))])
-    cu_launch, function, stream, params = raw_launcher(
-        backend.driver, program.function, backend.stream, ctypes.addressof(pointers))
+    cu_launch, function, stream, params = backend.launch_function(
+        program.function, ctypes.addressof(pointers))
     first_extent = program.n_arrays + len(info.buffers)
     if program.pack_memory is not None:
         base = program.pack_memory.address
@@ -90,15 +90,13 @@ def make_launch(backend, program):
 
     def count(extents):
         return launch_count(program.name, extents, program.full_workgroups, MAX_LAUNCH,
-                            "CUDA")
-
-    def failed(code):
-        raise CUDAError("cuLaunchKernel", backend.driver.CUresult(code))
+                            backend.api_name)
 
     scope = dict(
-        MAX_LAUNCH=MAX_LAUNCH, WORKGROUP=WORKGROUP, count=count, failed=failed,
+        MAX_LAUNCH=MAX_LAUNCH, WORKGROUP=WORKGROUP, count=count,
+        failed=backend.launch_failed,
         lock=program.lock, enter=context.enter, leave=context.leave,
-        several=cuda_driver.several, foreign=context.foreign,
+        several=context.several, foreign=context.foreign,
         get_ident=threading.get_ident, thread=context.thread,
         writer=PackWriter(backend, program), values=values, cu_launch=cu_launch,
         function=function, stream=stream, params=params,
@@ -108,7 +106,8 @@ def make_launch(backend, program):
         floats=any(info.buffers[b].is_float for _, b, _ in info.slots))
     source = launch_source(program.array_positions, slot_args, n_extents, first_extent,
                            not program.full_workgroups)
-    exec(compile(source, f"<tack CUDA launch of {program.name}>", "exec"), scope)
+    exec(compile(source, f"<tack {backend.api_name} launch of {program.name}>", "exec"),
+         scope)
     launch = scope["launch"]
     launch.parameters = (values, pointers)
     launch.source = source
@@ -131,9 +130,5 @@ class PackWriter:
         views = [host[o:].view(d) for o, d in zip(program.pack_offsets, self.dtypes)]
         for (arg, buffer, slot), value in zip(program.pack.slots, scalars):
             views[buffer][slot] = value
-        backend = self.backend
-        check(backend.driver.cuMemcpyHtoDAsync(program.pack_memory.address,
-                                               host.ctypes.data, host.nbytes,
-                                               backend.stream),
-              "cuMemcpyHtoDAsync (kernel scalars)")
+        self.backend.copy_from_host_async(program.pack_memory.address, host)
         self.last, self.host = scalars, host

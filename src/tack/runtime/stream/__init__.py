@@ -1,0 +1,1 @@
+"""What the CUDA and HIP backends share: device buffers, the build, the warm launch."""

@@ -1,0 +1,153 @@
+"""StreamBackend: a GPU reached through a driver API with streams (CUDA, HIP).
+
+Each such backend has one stream per device, stream-ordered memory, a C++
+dialect of the C-family generator (``target``), a runtime compiler and a
+module loader. What they share lives here: device buffers, the build (pack
+the scalars, annotate, emit, compile, load), inspection, waiting, and the
+warm launch (``launch.py``). A subclass supplies the driver calls through
+the hooks below (``allocate``, ``free``, copies, ``compile_source``,
+``_load``, ``launch_function``, ``launch_failed``, ``_wait``) and its device
+model (``context``, with ``enter``/``leave``, ``foreign``, ``thread`` and
+``several``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...codegen.c_family import generate_c_source
+from ...codegen.c_family.emitter import items_per_thread
+from ...ir.cost import Cost, iteration_cost
+from ...ir.passes.annotate import annotate_types
+from ...ir.passes.pack import PackInfo, pack_scalars
+from ...ir.passes.workgroups import requires_full_workgroups
+from ...ir.verify import verify
+from ..backend import Backend
+from .launch import make_launch
+
+
+class DeviceBuffer:
+    """Device memory at ``address``: allocated by the backend (and freed on its
+    stream when collected), or wrapped (``owned`` false; ``owner`` keeps the
+    producer's memory alive). ``shared``: another library may use it, so every
+    launch that uses it completes before returning."""
+
+    __slots__ = ("backend", "address", "nbytes", "owned", "owner", "shared", "pooled",
+                 "__weakref__")
+
+    def __init__(self, backend, address: int, nbytes: int, owned: bool, owner=None,
+                 pooled: bool = False):
+        self.backend = backend
+        self.address = address
+        self.nbytes = nbytes
+        self.owned = owned
+        self.owner = owner
+        self.shared = not owned
+        self.pooled = pooled
+
+    def read(self, nbytes: int, copy: bool):
+        out = np.empty(nbytes, np.uint8)
+        if nbytes:
+            self.backend.copy_to_host(out, self.address, nbytes)
+        return out
+
+    def write(self, data) -> None:
+        if data.size:
+            self.backend.copy_from_host(self.address, np.ascontiguousarray(data))
+
+    def share(self) -> None:
+        """From now on another library may read or write this memory: wait for
+        the launches so far, and make each later launch that uses it wait."""
+        self.backend.synchronize()
+        self.shared = True
+
+    def __del__(self):
+        if self.owned and self.address:
+            self.backend.free(self.address, self.pooled)
+
+
+@dataclass
+class StreamProgram:
+    """A built variant: the loaded function, its source, packing layout and cost."""
+
+    source: str
+    entry: str
+    module: object
+    function: object
+    pack: PackInfo
+    pack_offsets: tuple     # byte offset of each pack buffer in the pack allocation
+    pack_bytes: int
+    pack_memory: DeviceBuffer
+    n_arrays: int
+    n_params: int
+    cost: Cost
+    lock: threading.Lock
+    full_workgroups: bool = False
+    name: str = ""
+    items: int = 1               # loop iterations per thread (emitter.items_per_thread)
+    array_positions: tuple = ()  # which arguments are arrays, in parameter order
+
+
+def packed(fn) -> tuple:
+    """``(typed, PackInfo)``: optimized IR with its scalars packed, then annotated
+    (the same steps as OpenCL's build)."""
+    fn, info = pack_scalars(fn)
+    verify(fn, "packed")
+    return verify(annotate_types(fn), "typed"), info
+
+
+def _pack_layout(info: PackInfo) -> tuple:
+    """Byte offsets of the pack buffers in one allocation (8-byte aligned), and its size."""
+    offsets, total = [], 0
+    for k, dtype in enumerate(info.buffers):
+        offsets.append(total)
+        count = sum(1 for _, b, _ in info.slots if b == k)
+        total += -(-count * dtype.itemsize // 8) * 8
+    return tuple(offsets), total
+
+
+class StreamBackend(Backend):
+    """The shared half of the CUDA and HIP backends (see the module doc)."""
+
+    supports_workgroups = True
+    specialize_disjoint = True   # disjoint arrays get __restrict__ pointers
+    target = None                # the C-family target of the backend's dialect
+
+    # -- waiting ----------------------------------------------------------------------
+    def synchronize(self) -> None:
+        with self.context.active():
+            self._wait()
+
+    # -- building -------------------------------------------------------------------------
+    def typed(self, fn):
+        return packed(fn)[0]
+
+    def inspect_source(self, fn, optimized: bool) -> str:
+        source = generate_c_source(packed(fn)[0], self.target)[0]
+        if optimized:
+            raise ValueError(f"inspect mode 'optimized' is CPU only: the {self.api_name} "
+                             f"runtime compiler and driver optimize inside their own "
+                             f"compilers, whose output Tack does not show")
+        return source
+
+    def build(self, fn) -> StreamProgram:
+        typed, info = packed(fn)
+        source, entry = generate_c_source(typed, self.target)  # print/debug refused
+        module, function = self._load(self.compile_source(source, entry), entry)
+        offsets, pack_bytes = _pack_layout(info)
+        pack_memory = self.allocate(pack_bytes) if pack_bytes else None
+        n_arrays = sum(1 for p in typed.params if p.is_array) - len(info.buffers)
+        n_params = len(typed.params) + len(typed.parallel_for.extents)
+        positions = tuple(k for k, p in enumerate(fn.params) if p.is_array)
+        return StreamProgram(source, entry, module, function, info, offsets, pack_bytes,
+                             pack_memory, n_arrays, n_params, iteration_cost(typed),
+                             threading.Lock(), requires_full_workgroups(typed), fn.name,
+                             items_per_thread(typed, self.target), positions)
+
+    # -- running ---------------------------------------------------------------------------
+    def launcher(self, program: StreamProgram):
+        """``launch(args, extents)``: queue one launch (see ``launch.py``)."""
+        return make_launch(self, program)
