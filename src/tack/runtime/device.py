@@ -20,9 +20,10 @@ _INSTALL = {
               "Debian's pocl-opencl-icd for CPUs).",
     "cuda": "Install it with: pip install cuda-python nvidia-cuda-nvrtc (and an NVIDIA "
             "GPU driver).",
+    "hip": "Install it with: pip install hip-python (and ROCm with hipRTC, and an AMD "
+           "GPU driver).",
 }
 _PENDING = {
-    "hip": "the HIP backend",
     "level_zero": "the Level Zero backend",
     "metal": "the Metal backend",
 }
@@ -108,9 +109,16 @@ def _cuda():
     return CUDABackend
 
 
+def _hip():
+    from .hip.backend import HIPBackend
+    from .hip.driver import load
+    load()
+    return HIPBackend
+
+
 # Backends that need a Python dependency: a loader that imports it (ImportError
 # when it is missing) and returns the backend class.
-_LOADERS = {"opencl": _opencl, "cuda": _cuda}
+_LOADERS = {"opencl": _opencl, "cuda": _cuda, "hip": _hip}
 
 
 def _backend_class(type_: str):
@@ -197,6 +205,9 @@ def device_count(type_: str) -> int:
     if type_ == "cuda":
         from .cuda.driver import device_count as cuda_devices
         return cuda_devices()  # 0 without a driver or a GPU; never raises
+    if type_ == "hip":
+        from .hip.driver import device_count as hip_devices
+        return hip_devices()   # 0 without ROCm or a GPU; never raises
     return 1
 
 

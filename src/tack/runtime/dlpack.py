@@ -248,6 +248,9 @@ def _check(tensor: DLTensor) -> tuple:
     return device_type, dtype, shape
 
 
+_GPU_TYPES = {KDL_CUDA: "cuda", KDL_ROCM: "hip"}   # device memory a backend wraps
+
+
 def _target_device(device_type, device, device_id: int = 0):
     """The device an import belongs to (spec: the default when it can wrap the
     tensor, else the tensor's own)."""
@@ -259,10 +262,11 @@ def _target_device(device_type, device, device_id: int = 0):
         dev = _resolve_device(None)
         if device_type in _HOST_DEVICES and dev.backend.dlpack_device_type != KDL_CPU:
             dev = resolve("cpu")
-        elif device_type == KDL_CUDA and device_of_backend(dev.backend) != (
-                KDL_CUDA, device_id):
-            dev = resolve(f"cuda:{device_id}")
-    if device_type == KDL_CUDA and device_of_backend(dev.backend) == (KDL_CUDA, device_id):
+        elif device_type in _GPU_TYPES and device_of_backend(dev.backend) != (
+                device_type, device_id):
+            dev = resolve(f"{_GPU_TYPES[device_type]}:{device_id}")
+    if device_type in _GPU_TYPES and device_of_backend(dev.backend) == (device_type,
+                                                                        device_id):
         return dev
     if device_type not in _HOST_DEVICES or dev.backend.dlpack_device_type != KDL_CPU:
         note = dev.backend.dlpack_refusal_note
@@ -295,6 +299,6 @@ def from_dlpack(source, *, device=None, copy=False) -> Array:
         nbytes *= extent
     if dev.backend.memory_domain == "host":
         buffer = ExternalBuffer(data, nbytes, hold)
-    else:   # device memory (kDLCUDA): the backend wraps it, and shares it from now on
+    else:   # device memory (kDLCUDA, kDLROCM): the backend wraps it and shares it
         buffer = dev.backend.wrap(data, nbytes, hold)
     return Array(buffer, shape, dtype, dev, writable=not read_only)

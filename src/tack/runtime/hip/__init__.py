@@ -1,0 +1,1 @@
+"""The HIP backend (AMD GPUs through hip-python): see backend.py."""
