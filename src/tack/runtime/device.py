@@ -22,9 +22,11 @@ _INSTALL = {
             "GPU driver).",
     "hip": "Install it with: pip install hip-python (and ROCm with hipRTC, and an AMD "
            "GPU driver).",
+    "level_zero": "Install it with: apt-get install libze1 clang-14 llvm-spirv-14 (the "
+                  "Level Zero loader, and the compilers that make SPIR-V) and Intel's "
+                  "GPU driver (intel-level-zero-gpu).",
 }
 _PENDING = {
-    "level_zero": "the Level Zero backend",
     "metal": "the Metal backend",
 }
 
@@ -116,9 +118,17 @@ def _hip():
     return HIPBackend
 
 
-# Backends that need a Python dependency: a loader that imports it (ImportError
-# when it is missing) and returns the backend class.
-_LOADERS = {"opencl": _opencl, "cuda": _cuda, "hip": _hip}
+def _level_zero():
+    from .level_zero.backend import LevelZeroBackend
+    from .level_zero.ze import library
+    library()   # ImportError without the loader
+    return LevelZeroBackend
+
+
+# Backends that need a Python dependency (or, for Level Zero, the loader
+# library): a loader that imports it (ImportError when it is missing) and
+# returns the backend class.
+_LOADERS = {"opencl": _opencl, "cuda": _cuda, "hip": _hip, "level_zero": _level_zero}
 
 
 def _backend_class(type_: str):
@@ -208,6 +218,9 @@ def device_count(type_: str) -> int:
     if type_ == "hip":
         from .hip.driver import device_count as hip_devices
         return hip_devices()   # 0 without ROCm or a GPU; never raises
+    if type_ == "level_zero":
+        from .level_zero.ze import device_count as ze_devices
+        return ze_devices()    # 0 without a driver or a GPU; never raises
     return 1
 
 

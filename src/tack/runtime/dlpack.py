@@ -248,7 +248,7 @@ def _check(tensor: DLTensor) -> tuple:
     return device_type, dtype, shape
 
 
-_GPU_TYPES = {KDL_CUDA: "cuda", KDL_ROCM: "hip"}   # device memory a backend wraps
+_GPU_TYPES = {KDL_CUDA: "cuda", KDL_ROCM: "hip", KDL_ONEAPI: "level_zero"}  # wrapped
 
 
 def _target_device(device_type, device, device_id: int = 0):

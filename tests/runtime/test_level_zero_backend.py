@@ -1,0 +1,266 @@
+"""The Level Zero backend (spec 003 "Devices"), without an Intel GPU.
+
+* start-up through the public API: with the loader (Debian's libze1, which CI
+  installs) but no driver, ``device_count`` is 0 and ``tack.device`` says why;
+  without the loader, "missing dependency."; an incomplete
+  ``external_context`` is a ValueError before anything starts;
+* a device over a fake loader (internal: ``tack.runtime.level_zero.ze._library``)
+  whose memory is host memory and whose launches are recorded, while clang
+  and llvm-spirv make real SPIR-V: the module's bytes, kernel arguments, the
+  scalar pack, groups, ``memory_space``, errors at the next wait, deferred
+  frees, ``external_context`` and the refusals.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+
+import numpy as np
+import pytest
+
+import tack
+
+INSTALL = ("Install it with: apt-get install libze1 clang-14 llvm-spirv-14 (the Level "
+           "Zero loader, and the compilers that make SPIR-V) and Intel's GPU driver "
+           "(intel-level-zero-gpu).")
+
+
+def _loader() -> bool:
+    try:
+        ctypes.CDLL("libze_loader.so.1")
+        return True
+    except OSError:
+        return False
+
+
+@tack.kernel
+def saxpy(x, y, a):
+    for i in range(len(x)):
+        y[i] = a * x[i] + y[i]
+
+
+def test_start_up_without_a_driver_says_why():
+    assert tack.device_count("level_zero") == 0
+    with pytest.raises(RuntimeError) as info:
+        tack.device("level_zero")
+    message = str(info.value)
+    if _loader():
+        assert message.startswith("Cannot start the 'level_zero' device on ")
+        assert "No Level Zero driver could start: zeInit failed with ZE_RESULT_" in message
+    else:
+        assert message.startswith("Cannot start the 'level_zero' device: missing "
+                                  "dependency. (the Level Zero loader")
+    assert message.endswith(INSTALL)
+
+
+def test_an_incomplete_external_context_is_a_value_error():
+    with pytest.raises(ValueError, match="^" + re.escape(
+            "external_context takes a dict with the 'driver', 'device' and 'context' "
+            "handles of a Level Zero context; got context, driver")):
+        tack.device("level_zero", external_context={"driver": 1, "context": 2})
+
+
+# -- a fake loader --------------------------------------------------------------------
+
+def _value(x):
+    return x.value if hasattr(x, "value") else x
+
+
+class FakeZe:
+    """The loader's calls, with C's out-parameters reached through ``byref``."""
+
+    def __init__(self):
+        self.memory, self.host = {}, set()
+        self.args, self.launches, self.spirv, self.freed = {}, [], [], []
+        self.sync_error = 0
+
+    def _out(self, ref, value):
+        ref._obj.value = value
+        return 0
+
+    def zeInit(self, flags):
+        return 0
+
+    def zeDriverGet(self, count, found):
+        if found is not None:
+            found[0] = 0xD0
+        return self._out(count, 1)
+
+    def zeDeviceGet(self, driver, count, found):
+        if found is not None:
+            found[0], found[1] = 0xE0, 0xE1
+        return self._out(count, 2)
+
+    def zeDeviceGetProperties(self, device, props):
+        props._obj.name = b"Fake Arc A770"
+        return 0
+
+    def zeDeviceGetModuleProperties(self, device, props):
+        props._obj.fp64flags = 1
+        return 0
+
+    def zeContextCreate(self, driver, desc, context):
+        return self._out(context, 0xC0)
+
+    def zeCommandListCreateImmediate(self, context, device, desc, out):
+        assert desc._obj.mode == 2   # asynchronous
+        return self._out(out, 0x11)
+
+    def zeEventPoolCreate(self, context, desc, count, devices, pool):
+        return self._out(pool, 0x21)
+
+    def zeEventCreate(self, pool, desc, event):
+        return self._out(event, 0x22)
+
+    def _allocate(self, size, pointer, host):
+        buffer = np.zeros(_value(size), np.uint8)
+        self.memory[buffer.ctypes.data] = buffer
+        if host:
+            self.host.add(buffer.ctypes.data)
+        return self._out(pointer, buffer.ctypes.data)
+
+    def zeMemAllocDevice(self, context, desc, size, alignment, device, pointer):
+        return self._allocate(size, pointer, False)
+
+    def zeMemAllocHost(self, context, desc, size, alignment, pointer):
+        return self._allocate(size, pointer, True)
+
+    def zeMemFree(self, context, pointer):
+        self.freed.append(_value(pointer))
+        self.memory.pop(_value(pointer))
+        return 0
+
+    def zeCommandListAppendMemoryCopy(self, lst, dst, src, size, event, n, waits):
+        ctypes.memmove(_value(dst), _value(src), _value(size))
+        return 0
+
+    def zeCommandListAppendBarrier(self, lst, event, n, waits):
+        return 0
+
+    def zeEventHostSynchronize(self, event, timeout):
+        error, self.sync_error = self.sync_error, 0
+        return error
+
+    def zeEventHostReset(self, event):
+        return 0
+
+    def zeModuleCreate(self, context, device, desc, module, log):
+        d = desc._obj
+        self.spirv.append(ctypes.string_at(d.pInputModule, d.inputSize))
+        return self._out(module, 0x33)
+
+    def zeModuleBuildLogDestroy(self, log):
+        return 0
+
+    def zeKernelCreate(self, module, desc, kernel):
+        self.kernel_name = desc._obj.pKernelName
+        return self._out(kernel, 0x44)
+
+    def zeKernelSetGroupSize(self, kernel, x, y, z):
+        self.group = (_value(x), _value(y), _value(z))
+        return 0
+
+    def zeKernelSetArgumentValue(self, kernel, index, size, pointer):
+        self.args[index] = ctypes.c_uint64.from_address(pointer).value
+        return 0
+
+    def zeCommandListAppendLaunchKernel(self, lst, kernel, groups, event, n, waits):
+        self.launches.append((groups._obj.groupCountX, dict(self.args)))
+        return 0
+
+    def zeMemGetAllocProperties(self, context, pointer, props, device):
+        address = _value(pointer)
+        known = any(a <= address < a + b.size for a, b in self.memory.items())
+        props._obj.type = (0 if not known else 1 if address in self.host else 2)
+        return 0
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    from tack.runtime.level_zero import spirv, ze
+    try:
+        spirv.tools()
+    except RuntimeError as exc:
+        if os.environ.get("TACK_REQUIRE_COMPILERS", "").strip() not in ("", "0"):
+            pytest.fail(f"{exc}; TACK_REQUIRE_COMPILERS is set")
+        pytest.skip(str(exc))
+    loader = FakeZe()
+    monkeypatch.setattr(ze, "_library", [loader])
+    return loader
+
+
+def _device(index=0, **options):
+    from tack.runtime.device import Device
+    from tack.runtime.level_zero.backend import LevelZeroBackend
+    backend = LevelZeroBackend(index, **options)
+    backend.memory_domain = ("fake-level-zero", index)
+    return Device(backend, "level_zero", index)
+
+
+def test_kernels_become_spirv_and_launch_with_their_arguments(fake, rng):
+    dev = _device()
+    values = rng.values(tack.f32, 1001)
+    with dev:
+        x, y = tack.array(values), tack.zeros(1001)
+        saxpy(x, y, 2.5)
+        np.testing.assert_array_equal(x.numpy(), values)
+    assert fake.spirv[-1][:4] == (0x07230203).to_bytes(4, "little")   # SPIR-V magic
+    assert fake.kernel_name == b"tack_kernel_saxpy" and fake.group == (256, 1, 1)
+    groups, args = fake.launches[-1]
+    assert groups == 4 and args[0] == x._ptr and args[1] == y._ptr and args[3] == 1001
+    pack = args[2]
+    assert np.frombuffer(fake.memory[pack][:4].tobytes(), np.float32)[0] == np.float32(2.5)
+    assert dev.backend.cache_target() == ("level_zero", "Fake Arc A770")
+    assert x.__dlpack_device__() == (14, 0)   # kDLOneAPI
+
+
+def test_drops_are_freed_at_the_next_wait_and_errors_raise_there(fake):
+    dev = _device()
+    with dev:
+        a = tack.zeros(16)
+        address = a._ptr
+        del a
+        assert address not in fake.freed   # a queued launch may still use it
+        dev.synchronize()
+        assert address in fake.freed
+        fake.sync_error = 0x70000001   # ZE_RESULT_ERROR_DEVICE_LOST
+        with pytest.raises(RuntimeError, match=re.escape(
+                "a Level Zero launch or copy on this device failed: "
+                "ZE_RESULT_ERROR_DEVICE_LOST")):
+            dev.synchronize()
+
+
+def test_memory_space_and_array_from_ptr(fake):
+    dev = _device()
+    with dev:
+        a = tack.zeros(8)
+    space = dev.backend.memory_space
+    assert space(a._ptr) == "level_zero" and space(np.zeros(2).ctypes.data) == "cpu"
+    assert space("not an address") == "cpu"
+    with pytest.raises(ValueError, match=re.escape(
+            "Pointer is in 'cpu' memory but the device is 'Level Zero'.")):
+        tack.array_from_ptr(np.zeros(4).ctypes.data, (4,), tack.f64, device=dev)
+    wrapped = tack.array_from_ptr(a._ptr, (8,), tack.f32, device=dev)
+    assert wrapped.numpy().tolist() == [0.0] * 8
+
+
+def test_external_context_and_device_numbers(fake):
+    dev = _device(1, external_context={"driver": 0xD0, "device": 0xE1, "context": 0xC5})
+    assert dev.backend.context.value == 0xC5 and not dev.backend.owns_context
+    with pytest.raises(ValueError, match=re.escape(
+            "level_zero:1: the external_context's device is level_zero:0; name that "
+            "device, or pass its own context")):
+        _device(1, external_context={"driver": 0xD0, "device": 0xE0, "context": 0xC5})
+    with pytest.raises(ValueError, match=re.escape(
+            "level_zero:2: the first Level Zero driver has 2 devices")):
+        _device(2)
+
+
+def test_exports_are_refused(fake):
+    dev = _device()
+    with dev:
+        with pytest.raises(RuntimeError, match=re.escape(
+                "export_memory() is not supported on level_zero:0")):
+            tack.zeros(4).export_memory()
