@@ -87,17 +87,21 @@ def compile_hip(source: str) -> str:
 
 
 def compile_spirv(source: str) -> str:
-    """OpenCL C to SPIR-V (clang-14 + llvm-spirv-14), checked by spirv-val: what
-    Level Zero would load."""
-    clang = _tool("clang-14")
-    to_spirv = _tool("llvm-spirv-14", "llvm-spirv")
+    """OpenCL C to SPIR-V with the Level Zero backend's own commands
+    (``tack.runtime.level_zero.spirv``: clang-14 + llvm-spirv-14), checked by
+    spirv-val: what Level Zero loads."""
+    from tack.runtime.level_zero import spirv
+    try:
+        spirv.tools()
+    except RuntimeError as exc:
+        raise Missing(str(exc)) from exc
     validate = _tool("spirv-val")
+    try:
+        binary = spirv.compile_spirv(source)
+    except RuntimeError as exc:
+        raise CompileFailed(str(exc)[-6000:]) from exc
     with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "tack.cl"), "w") as f:
-            f.write(source)
-        _run([clang, "-c", "-target", "spir64", "-cl-std=CL1.2", "-Xclang",
-              "-finclude-default-header", "-O0", "-emit-llvm", "-o", "tack.bc",
-              "tack.cl"], "clang-14", tmp)
-        _run([to_spirv, "tack.bc", "-o", "tack.spv"], "llvm-spirv", tmp)
+        with open(os.path.join(tmp, "tack.spv"), "wb") as f:
+            f.write(binary)
         _run([validate, "tack.spv"], "spirv-val", tmp)
-        return f"{os.path.getsize(os.path.join(tmp, 'tack.spv'))} bytes of valid SPIR-V"
+    return f"{len(binary)} bytes of valid SPIR-V"
