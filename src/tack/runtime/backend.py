@@ -11,6 +11,16 @@ from __future__ import annotations
 from .. import types as T
 
 
+def device_address(ptr):
+    """``ptr`` as a 64-bit address a driver may be asked about, or None (spec 003
+    memory_space: a value that cannot be one answers "cpu" without a query)."""
+    try:
+        address = int(ptr)
+    except (TypeError, ValueError):
+        return None
+    return address if 0 < address < (1 << 64) else None
+
+
 class Backend:
     name: str = "backend"
     memory_domain: object = None

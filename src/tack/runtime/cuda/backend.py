@@ -18,6 +18,7 @@ import numpy as np
 
 from ... import types as T
 from ...codegen.c_family.targets import CUDATarget
+from ..backend import device_address
 from ..stream.backend import DeviceBuffer, StreamBackend
 from . import compile as nvrtc_compile
 from . import exportable
@@ -115,28 +116,10 @@ class CUDABackend(StreamBackend):
                               exportable.HANDLE_TYPE, buffer.size,
                               array._ptr - buffer.address, array, snapshot)
 
-    @property
-    def mpi_direct(self) -> bool:
-        """Stream-ordered pool memory may not be registrable by a CUDA-aware MPI
-        (its IPC paths expect cuMemAlloc memory), so pooled buffers are staged."""
-        return not self.pools
-
-    def allocate_mpi_array(self, device, shape, dtype):
-        """An array in plain ``cuMemAlloc`` memory, which MPI may be handed."""
-        from ..array import Array
-        element = T.as_element_type(dtype)
-        nbytes = element.itemsize
-        for extent in shape:
-            nbytes *= extent
+    def allocate_plain(self, nbytes: int) -> int:
+        """``cuMemAlloc`` memory, outside the stream's pool (for MPI)."""
         with self.context.active():
-            address = check(self.driver.cuMemAlloc(max(nbytes, 8)),
-                            f"cuMemAlloc({nbytes} bytes)")
-        buffer = CUDABuffer(self, int(address), nbytes, owned=True, pooled=False)
-        return Array(buffer, tuple(shape), element, device)
-
-    def wrap(self, address: int, nbytes: int, owner=None) -> CUDABuffer:
-        """Device memory Tack does not own (DLPack imports, ``array_from_ptr``)."""
-        return CUDABuffer(self, int(address), nbytes, owned=False, owner=owner)
+            return int(check(self.driver.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes} bytes)"))
 
     def free(self, address: int, pooled: bool) -> None:
         if not self.context.state.open:
@@ -164,11 +147,8 @@ class CUDABackend(StreamBackend):
 
     def memory_space(self, ptr) -> str:
         """"cuda", "cuda_pinned", "cuda_managed" or "cpu" (spec 003 memory_space)."""
-        try:
-            address = int(ptr)
-        except (TypeError, ValueError):
-            return "cpu"
-        if not 0 < address < (1 << 64):
+        address = device_address(ptr)
+        if address is None:
             return "cpu"
         driver = self.driver
         attribute = driver.CUpointer_attribute

@@ -18,7 +18,8 @@ import ctypes
 import os
 import threading
 import weakref
-from contextlib import contextmanager
+
+from ..stream.context import Bracketing
 
 
 def modules():
@@ -178,7 +179,7 @@ class State:
         self.open = True
 
 
-class Context:
+class Context(Bracketing):
     """One device's context; ``enter()``/``leave()`` bracket every operation."""
 
     def __init__(self, ordinal: int):
@@ -221,15 +222,6 @@ class Context:
     def leave(self, previous) -> None:
         if previous is not None:
             self.driver.cuCtxSetCurrent(previous)
-
-    @contextmanager
-    def active(self):
-        """``with context.active():`` one operation in this context."""
-        previous = self.enter()
-        try:
-            yield
-        finally:
-            self.leave(previous)
 
     def attribute(self, name: str) -> int:
         attr = getattr(self.driver.CUdevice_attribute, name)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ... import types as T
 from ...codegen.c_family.targets import HIPTarget
+from ..backend import device_address
 from ..stream.backend import DeviceBuffer, StreamBackend
 from . import compile as hiprtc_compile
 from .driver import Device, HIPError, check, current_index, raw_launcher
@@ -71,26 +72,10 @@ class HIPBackend(StreamBackend):
                 address = check(self.hip.hipMalloc(size), f"hipMalloc({size} bytes)")
         return DeviceBuffer(self, int(address), nbytes, owned=True, pooled=self.pools)
 
-    @property
-    def mpi_direct(self) -> bool:
-        """Stream-ordered pool memory is staged for a GPU-aware MPI (as on CUDA)."""
-        return not self.pools
-
-    def allocate_mpi_array(self, device, shape, dtype):
-        """An array in plain ``hipMalloc`` memory, which MPI may be handed."""
-        from ..array import Array
-        element = T.as_element_type(dtype)
-        nbytes = element.itemsize
-        for extent in shape:
-            nbytes *= extent
+    def allocate_plain(self, nbytes: int) -> int:
+        """``hipMalloc`` memory, outside the stream's pool (for MPI)."""
         with self.context.active():
-            address = check(self.hip.hipMalloc(max(nbytes, 8)), f"hipMalloc({nbytes} bytes)")
-        buffer = DeviceBuffer(self, int(address), nbytes, owned=True, pooled=False)
-        return Array(buffer, tuple(shape), element, device)
-
-    def wrap(self, address: int, nbytes: int, owner=None) -> DeviceBuffer:
-        """Device memory Tack does not own (DLPack imports, ``array_from_ptr``)."""
-        return DeviceBuffer(self, int(address), nbytes, owned=False, owner=owner)
+            return int(check(self.hip.hipMalloc(nbytes), f"hipMalloc({nbytes} bytes)"))
 
     def free(self, address: int, pooled: bool) -> None:
         if not self.context.state.open:
@@ -118,11 +103,8 @@ class HIPBackend(StreamBackend):
 
     def memory_space(self, ptr) -> str:
         """"hip", "hip_pinned", "hip_managed" or "cpu" (spec 003 memory_space)."""
-        try:
-            address = int(ptr)
-        except (TypeError, ValueError):
-            return "cpu"
-        if not 0 < address < (1 << 64):
+        address = device_address(ptr)
+        if address is None:
             return "cpu"
         hip = self.hip
         attributes = hip.hipPointerAttribute_t()

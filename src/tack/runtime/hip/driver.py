@@ -18,7 +18,8 @@ import atexit
 import ctypes
 import os
 import threading
-from contextlib import contextmanager
+
+from ..stream.context import Bracketing
 
 
 def modules():
@@ -141,7 +142,7 @@ def _close(state: State) -> None:
     state.open = False   # at exit: buffers freed later leave their memory to the runtime
 
 
-class Device:
+class Device(Bracketing):
     """One HIP device; ``enter()``/``leave()`` bracket every operation."""
 
     def __init__(self, ordinal: int):
@@ -174,14 +175,6 @@ class Device:
     def leave(self, previous) -> None:
         if previous is not None:
             self.hip.hipSetDevice(previous)
-
-    @contextmanager
-    def active(self):
-        previous = self.enter()
-        try:
-            yield
-        finally:
-            self.leave(previous)
 
     def attribute(self, name: str) -> int:
         attr = getattr(self.hip.hipDeviceAttribute_t, name)

@@ -29,8 +29,9 @@ from ...codegen.c_family import generate_c_source
 from ...codegen.c_family.targets import OpenCLTarget
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.workgroups import requires_full_workgroups
-from ..backend import Backend
+from ..backend import Backend, device_address
 from ..grid import WORKGROUP, launch_count
+from ..launcher import pack_arrays
 from ..stream.backend import DeviceBuffer, packed
 from . import spirv, ze
 from .ze import check, handle
@@ -208,11 +209,8 @@ class LevelZeroBackend(Backend):
     def memory_space(self, ptr) -> str:
         """"level_zero" for USM device or shared memory, else "cpu"; a failed
         driver query raises RuntimeError (spec 003 memory_space)."""
-        try:
-            address = int(ptr)
-        except (TypeError, ValueError):
-            return "cpu"
-        if not 0 < address < (1 << 64):
+        address = device_address(ptr)
+        if address is None:
             return "cpu"
         props = ze.MemoryAllocationProperties(stype=ze.MEMORY_ALLOCATION_PROPERTIES)
         check(self.lib.zeMemGetAllocProperties(self.context, handle(address),
@@ -303,8 +301,6 @@ class LevelZeroBackend(Backend):
             check(set_arg(kernel, program.n_arrays + k, 8, addresses[program.n_arrays + k]),
                   "zeKernelSetArgumentValue")
         first_extent = program.n_arrays + len(program.pack_buffers)
-        dtypes = [d.numpy for d in info.buffers]
-        counts = [sum(1 for _, b, _ in info.slots if b == k) for k in range(len(dtypes))]
         groups = ze.GroupCount(0, 1, 1)
         last = [None]
 
@@ -320,10 +316,7 @@ class LevelZeroBackend(Backend):
                 (total,) + tuple(extents[1:]))]
             with self._launch_lock:
                 if marker != last[0]:   # the pack buffers already hold these values
-                    hosts = [np.zeros(max(n, 1), d) for n, d in zip(counts, dtypes)]
-                    for (arg, buffer, slot), value in zip(info.slots, scalars):
-                        hosts[buffer][slot] = value
-                    for pack, host in zip(program.pack_buffers, hosts):
+                    for pack, host in zip(program.pack_buffers, pack_arrays(info, scalars)):
                         self.copy_from_host(pack.address, host)
                     last[0] = marker
                 shared = False

@@ -27,6 +27,7 @@ from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
 from ..backend import Backend
 from ..grid import WORKGROUP, launch_count
+from ..launcher import pack_arrays
 
 MAX_LAUNCH = 1 << 40   # iterations one launch may index (a flat long index)
 _TARGET = OpenCLTarget()
@@ -169,8 +170,6 @@ class OpenCLBackend(Backend):
         """``launch(args, extents)``: queue one launch over the flattened extents."""
         cl = _cl()
         queue, kernel, info = self.queue, program.kernel, program.pack
-        dtypes = [d.numpy for d in info.buffers]
-        counts = [sum(1 for _, b, _ in info.slots if b == k) for k in range(len(dtypes))]
         packs = [p.mem for p in program.pack_buffers]
         name = program.name
 
@@ -185,10 +184,7 @@ class OpenCLBackend(Backend):
             size = -(-total // WORKGROUP) * WORKGROUP
             with program.lock:
                 if marker != last[0]:  # the pack buffers already hold these values
-                    hosts = [np.empty(n, d) for n, d in zip(counts, dtypes)]
-                    for (arg, buffer, slot), value in zip(info.slots, scalars):
-                        hosts[buffer][slot] = value
-                    for mem, host in zip(packs, hosts):
+                    for mem, host in zip(packs, pack_arrays(info, scalars)):
                         cl.enqueue_copy(queue, mem, host, is_blocking=False)
                     last[0] = marker
                 kernel.set_args(*arrays, *packs, np.int64(total),

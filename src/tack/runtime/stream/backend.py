@@ -116,6 +116,31 @@ class StreamBackend(Backend):
     specialize_disjoint = True   # disjoint arrays get __restrict__ pointers
     target = None                # the C-family target of the backend's dialect
 
+    # -- memory that is not the stream's pool -------------------------------------------
+    def wrap(self, address: int, nbytes: int, owner=None) -> DeviceBuffer:
+        """Device memory Tack does not own (DLPack imports, ``array_from_ptr``)."""
+        return DeviceBuffer(self, int(address), nbytes, owned=False, owner=owner)
+
+    @property
+    def mpi_direct(self) -> bool:
+        """Stream-ordered pool memory may not be registrable by a GPU-aware MPI
+        (its IPC paths expect plainly allocated memory), so pooled buffers are
+        staged through ``allocate_mpi_array``."""
+        return not self.pools
+
+    def allocate_mpi_array(self, device, shape, dtype):
+        """An array in plainly allocated memory (``allocate_plain``), which MPI
+        may be handed."""
+        from ... import types as T
+        from ..array import Array
+        element = T.as_element_type(dtype)
+        nbytes = element.itemsize
+        for extent in shape:
+            nbytes *= extent
+        buffer = DeviceBuffer(self, self.allocate_plain(max(nbytes, 8)), nbytes,
+                              owned=True, pooled=False)
+        return Array(buffer, tuple(shape), element, device)
+
     # -- waiting ----------------------------------------------------------------------
     def synchronize(self) -> None:
         with self.context.active():
