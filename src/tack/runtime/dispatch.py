@@ -39,15 +39,20 @@ def signature(args, shape_params) -> tuple:
     """What selects a Bound: array types, baked shapes, scalar kinds."""
     # Other objects (device-class instances) enter by the id of their class, so
     # the table never keeps a class alive (see expanding.py).
-    if not shape_params:
-        return tuple([a._sig if type(a) is Array else (_scalar_kind(a) or id(type(a)))
-                      for a in args])
+    # A plain loop, and floats without a call: this runs on every warm call.
     out = []
+    if not shape_params:
+        for a in args:
+            t = type(a)
+            out.append(a._sig if t is Array else float if t is float else
+                       (_scalar_kind(a) or id(t)))
+        return tuple(out)
     for k, a in enumerate(args):
-        if type(a) is Array:
+        t = type(a)
+        if t is Array:
             out.append((a._sig, a._shape) if k in shape_params else a._sig)
         else:
-            out.append(_scalar_kind(a) or id(type(a)))
+            out.append(float if t is float else (_scalar_kind(a) or id(t)))
     return tuple(out)
 
 
