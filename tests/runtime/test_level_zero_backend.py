@@ -225,6 +225,8 @@ def test_drops_are_freed_at_the_next_wait_and_errors_raise_there(fake):
         assert address not in fake.freed   # a queued launch may still use it
         dev.synchronize()
         assert address in fake.freed
+        made = [tack.zeros(4)._ptr for _ in range(300)]   # dropped at once
+        assert set(made[:256]) <= set(fake.freed)   # a wait every 256 drops
         fake.sync_error = 0x70000001   # ZE_RESULT_ERROR_DEVICE_LOST
         with pytest.raises(RuntimeError, match=re.escape(
                 "a Level Zero launch or copy on this device failed: "

@@ -39,6 +39,7 @@ from .ze import check, handle
 MAX_LAUNCH = ((1 << 32) - 1) * WORKGROUP   # groupCountX is a uint32
 _TARGET = OpenCLTarget()
 _CONTEXT_KEYS = ("driver", "device", "context")
+MAX_PENDING_FREES = 256
 
 
 @dataclass
@@ -170,8 +171,13 @@ class LevelZeroBackend(Backend):
         return DeviceBuffer(self, int(address), nbytes, owned=False, owner=owner)
 
     def free(self, address: int, pooled: bool = False) -> None:
+        """Freed at the next wait (a queued launch may still use it); a program
+        that never waits waits every ``MAX_PENDING_FREES`` drops, so the
+        dropped memory stays bounded."""
         with self._launch_lock:
-            self._pending_frees.append(address)   # freed at the next wait
+            self._pending_frees.append(address)
+            if len(self._pending_frees) >= MAX_PENDING_FREES:
+                self._wait()
 
     def _stage(self, nbytes: int) -> int:
         """The host (USM) staging allocation, at least ``nbytes``; under the lock."""
