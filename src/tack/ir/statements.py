@@ -150,6 +150,7 @@ class Function(Node):
     locals: tuple = attr(default=())
     default_float: Optional[ScalarType] = attr(default=None)
     disjoint: bool = attr(default=False)
+    streaming: bool = attr(default=False)
     span: Span = span_field()
 
     def param(self, name: str) -> Param:

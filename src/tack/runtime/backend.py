@@ -28,6 +28,10 @@ class Backend:
     atomic_dtypes = frozenset()
     supports_workgroups = False
     specialize_disjoint = False
+    # Disjoint calls whose write-only arrays hold at least ``streaming_bytes``
+    # take a variant whose stores into them bypass the caches (the CPU).
+    supports_streaming = False
+    streaming_bytes = 0
     device_options: tuple = ()
     launch_style = "arguments"  # "packed": the CPU's one-struct native entry
     dlpack_device_type = 1  # kDLCPU

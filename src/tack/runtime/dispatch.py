@@ -120,6 +120,42 @@ def written_params(fn) -> frozenset:
     return frozenset(written)
 
 
+def write_only_params(fn) -> tuple:
+    """Arrays the kernel stores to and never reads (no load, no atomic): where a
+    large launch may store around the caches (``Backend.supports_streaming``)."""
+    stored, read = [], set()
+    for stmt in fn.body:
+        for node in walk(stmt):
+            array = getattr(node, "array", None)
+            if array is None or isinstance(node, E.DimSize):   # a shape, not a read
+                continue
+            if isinstance(node, Store):
+                if array not in stored:
+                    stored.append(array)
+            else:
+                read.add(array)
+    return tuple(a for a in stored if a not in read)
+
+
+# What a variant was built for: aliased arrays, disjoint ones, or disjoint
+# ones with streaming stores into its write-only arrays (a large launch).
+ALIASED, DISJOINT, STREAMING = 0, 1, 2
+
+
+def variant_mode(backend, fn, args, specs) -> int:
+    """The mode a call of ``fn`` with ``args`` takes: what the generated runner
+    computes (``launcher._mode``), for inspection."""
+    arrays = [a for a, s in zip(args, specs) if s.is_array]
+    if not (backend.specialize_disjoint and arrays_disjoint(arrays)):
+        return ALIASED
+    if not backend.supports_streaming:
+        return DISJOINT
+    positions = {p.name: k for k, p in enumerate(fn.params)}
+    written = write_only_params(fn)
+    size = sum(args[positions[name]].nbytes for name in written)
+    return STREAMING if written and size >= backend.streaming_bytes else DISJOINT
+
+
 class Variant:
     """A compiled variant: its optimized IR and the backend's program."""
 
@@ -164,21 +200,25 @@ class Bound:
         self.backend = device.backend
         self.specs = specs
         self.epilogue = epilogue
-        self.programs = [None, None]  # aliased, disjoint
+        self.programs = [None, None, None]  # ALIASED, DISJOINT, STREAMING
         arrays = tuple(k for k, s in enumerate(specs) if s.is_array)
         lowered = template.lowered
         function = lowered.epilogue if epilogue else lowered.kernel
         positions = {p.name: k for k, p in enumerate(function.params)}
+        streamed = (tuple(positions[name] for name in write_only_params(function))
+                    if self.backend.supports_streaming else ())
         self.source = generate(len(specs), arrays, function.parallel_for.extents,
                                positions, self.backend.specialize_disjoint,
                                result is not None,
-                               self.backend.launch_style == "packed")
+                               self.backend.launch_style == "packed", streamed,
+                               self.backend.streaming_bytes)
         self.run = compile_runner(self.source, self.programs, self.program, result)
 
-    def program(self, disjoint: bool) -> BoundProgram:
-        variant = self.kernel._variant(self.backend, self.specs, disjoint,
+    def program(self, mode: int) -> BoundProgram:
+        """The program of variant ``mode`` (ALIASED, DISJOINT or STREAMING)."""
+        variant = self.kernel._variant(self.backend, self.specs, mode,
                                        self.epilogue, self.template)
-        bound = self.programs[disjoint] = BoundProgram(variant, self.backend)
+        bound = self.programs[mode] = BoundProgram(variant, self.backend)
         return bound
 
 
@@ -240,4 +280,5 @@ def check_extent_types(kernel_name, template, specs) -> None:
 
 __all__ = ["signature", "placement", "classify", "Bound", "Variant", "ResultReader",
            "arrays_disjoint", "check_writable", "check_extent_types",
+           "write_only_params", "ALIASED", "DISJOINT", "STREAMING",
            "extent_evaluator"]

@@ -14,7 +14,7 @@ from ..ir.printer import format_function
 from ..ir.verify import verify
 from .debug import debug_enabled, hidden_arrays
 from .device import get_default_device
-from .dispatch import arrays_disjoint, classify, placement
+from .dispatch import DISJOINT, STREAMING, classify, placement, variant_mode
 from .expanding import expand_call
 from .kernel import Kernel
 
@@ -36,11 +36,10 @@ def inspect(kernel, *args, mode: str = "source") -> str:
         args = tuple(args) + hidden_arrays(template, args, device)
     backend = device.backend
     specs = classify(kernel.name, template.params, args)
-    arrays = [a for a, s in zip(args, specs) if s.is_array]
-    disjoint = backend.specialize_disjoint and arrays_disjoint(arrays)
+    variant = variant_mode(backend, template, args, specs)
     request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
-                             backend.class_name, disjoint,
-                             backend.supports_workgroups)
+                             backend.class_name, variant >= DISJOINT,
+                             backend.supports_workgroups, variant == STREAMING)
     optimized = run_pipeline(template, request)
     if mode == "ir":  # before any backend's scalar packing
         return format_function(verify(annotate_types(optimized), "typed"))

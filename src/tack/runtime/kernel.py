@@ -23,9 +23,9 @@ from ..lang.source import read_source
 from . import debug as _debug
 from . import record as _record
 from .device import get_default_device
-from .dispatch import (Bound, ResultReader, Variant, arrays_disjoint,
-                       check_extent_types, check_writable, classify, element_spec,
-                       placement, signature)
+from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant,
+                       arrays_disjoint, check_extent_types, check_writable, classify,
+                       element_spec, placement, signature)
 from .expanding import Expanding
 from .host_eval import extent_evaluator
 
@@ -139,11 +139,12 @@ class Kernel:
         template.lowered = lowered
 
     # -- tier 2: variants ----------------------------------------------------------
-    def _variant(self, backend, specs, disjoint: bool, epilogue: bool,
+    def _variant(self, backend, specs, mode: int, epilogue: bool,
                  template: Template) -> Variant:
+        """The variant for ``mode`` (dispatch.ALIASED, DISJOINT or STREAMING)."""
         lowered = template.lowered
         function = lowered.epilogue if epilogue else lowered.kernel
-        key = self._variant_key(backend, template, function, specs, disjoint, epilogue)
+        key = self._variant_key(backend, template, function, specs, mode, epilogue)
         found = self._variants.get(key)
         if found is not None:
             return found
@@ -151,21 +152,22 @@ class Kernel:
             found = self._variants.get(key)
             if found is None:
                 found = self._build_variant(backend, template, function, specs,
-                                            disjoint, key)
+                                            mode, key)
                 self._variants[key] = found
         return found
 
-    def _variant_key(self, backend, template, function, specs, disjoint, epilogue):
+    def _variant_key(self, backend, template, function, specs, mode, epilogue):
         parts = []
         for param, spec in zip(function.params, specs):
             baked = spec.shape if param.name in template.shape_deps else None
             ndim = len(spec.shape) if spec.is_array else None
             parts.append((spec.dtype, spec.category, ndim, baked))
         # (target, template, what the variant itself depends on): the disk cache
-        # keys the last part under the template's own stable key.
-        return (backend.cache_target(), template.key, (epilogue, tuple(parts), disjoint))
+        # keys the last part under the template's own stable key. The mode is
+        # 0/1 for aliased/disjoint (the keys False/True had) or 2 for streaming.
+        return (backend.cache_target(), template.key, (epilogue, tuple(parts), int(mode)))
 
-    def _build_variant(self, backend, template, function, specs, disjoint,
+    def _build_variant(self, backend, template, function, specs, mode,
                        key) -> Variant:
         """From the disk cache when it has this variant, else compiled (and stored)."""
         disk_key = None
@@ -175,8 +177,8 @@ class Kernel:
             if cached is not None:
                 return Variant(*cached)
         request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
-                                 backend.class_name, disjoint,
-                                 backend.supports_workgroups)
+                                 backend.class_name, mode >= DISJOINT,
+                                 backend.supports_workgroups, mode == STREAMING)
         optimized = run_pipeline(function, request)
         if _record.enabled():
             _record.record(optimized)

@@ -3,7 +3,7 @@
 For a signature seen before, ``Kernel.__call__`` runs a function written for
 exactly that argument pattern: it unpacks the arguments, evaluates the loop
 extents, tests the arrays for overlap (picking the disjoint or aliased
-variant), packs the arguments with one ``struct.pack_into`` into a buffer
+variant, and on the CPU the streaming one for large write-only arrays), packs the arguments with one ``struct.pack_into`` into a buffer
 owned by the calling thread, and makes one native call. Nothing in it walks
 IR, derives a key, or allocates beyond Python's own integers.
 
@@ -61,8 +61,19 @@ def _overlap_test(array_positions) -> str:
                         for i, j in pairs)
 
 
+def _mode(test: str, streamed, streaming_bytes: int) -> str:
+    """The variant a call takes (dispatch.ALIASED 0, DISJOINT 1, STREAMING 2):
+    streaming when the arrays are disjoint and the write-only ones
+    (``streamed``) hold at least ``streaming_bytes``."""
+    if not streamed or test == "False":
+        return f"({test}) + 0"
+    size = " + ".join(f"(a{k}._hi - a{k}._lo)" for k in streamed)
+    return f"((2 if {size} >= {streaming_bytes} else 1) if {test} else 0)"
+
+
 def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool,
-             result: bool, packed: bool = True) -> str:
+             result: bool, packed: bool = True, streamed=(),
+             streaming_bytes: int = 0) -> str:
     """Source of ``run(args)`` for one signature (see module doc)."""
     names = [f"a{k}" for k in range(n_args)]
     ext = [extent_source(e, positions, checked=False) for e in extents]
@@ -71,7 +82,8 @@ def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool
         lines.append(f"    {', '.join(names)}, = args")
     lines += [f"    e{k} = {src}" for k, src in enumerate(ext)]
     test = _overlap_test(array_positions) if disjoint_ok else "False"
-    lines.append(f"    p = programs[{test}] or program({test})")
+    lines.append(f"    m = {_mode(test, streamed, streaming_bytes)}")
+    lines.append("    p = programs[m] or program(m)")
     if not packed:  # the backend binds the arguments itself (device backends)
         lines.append(f"    p.launch(args, ({', '.join(f'e{k}' for k in range(len(ext)))},))")
         lines.append("    return result(args)" if result else "    return None")

@@ -30,6 +30,7 @@ class VariantRequest:
     backend_name: str
     disjoint: bool = False
     supports_workgroups: bool = False
+    streaming: bool = False   # stores into write-only arrays bypass the cache (CPU)
 
     def shapes(self, fn: Function) -> dict:
         return {p.name: s.shape for p, s in zip(fn.params, self.specs) if s.is_array}
@@ -47,7 +48,8 @@ PIPELINE = (
     ("workgroups", lambda fn, rq: check_workgroups(
         fn, rq.supports_workgroups, rq.backend_name), None),
     ("optimize", lambda fn, rq: propagate_copies(fn), "optimized"),
-    ("record", lambda fn, rq: fn.replace(disjoint=rq.disjoint), None),
+    ("record", lambda fn, rq: fn.replace(disjoint=rq.disjoint, streaming=rq.streaming),
+     None),
 )
 
 

@@ -17,6 +17,7 @@ from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
 from ...ir.verify import verify
 from ..backend import Backend
+from ..dispatch import write_only_params
 from . import jit
 from . import native_pool
 from .pool import PythonPool
@@ -69,8 +70,13 @@ class CPUProgram:
 
 def _entry_suffix(typed) -> str:
     """A content hash of the typed IR: equal code, equal symbol; else distinct."""
-    text = format_function(typed) + f"\ndisjoint={typed.disjoint}"
+    text = format_function(typed) + f"\ndisjoint={typed.disjoint} streaming={typed.streaming}"
     return "_" + hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _streamed(fn) -> tuple:
+    """The write-only arrays whose stores a streaming variant makes non-temporal."""
+    return write_only_params(fn) if fn.streaming else ()
 
 
 _malloc_tuned = False
@@ -103,6 +109,7 @@ class CPUBackend(Backend):
     memory_domain = "host"
     atomic_dtypes = frozenset((T.i32, T.i64, T.u32, T.u64, T.f32, T.f64))
     specialize_disjoint = True
+    supports_streaming = True   # streaming.py: large write-only arrays skip the caches
     launch_style = "packed"
     device_options = ("num_threads",)
 
@@ -111,6 +118,7 @@ class CPUBackend(Backend):
         if config.env_flag("TACK_CPU_MALLOC"):
             _tune_malloc()
         self.num_threads = config.cpu_threads(num_threads)
+        self.streaming_bytes = config.env_int("TACK_CPU_STREAM_BYTES", 16 << 20)
         self.margin = config.env_float("TACK_CPU_MARGIN", 1.0)
         self.pool_kind = config.cpu_pool_kind()
         if self.pool_kind == "native" and not native_pool.available():
@@ -158,14 +166,14 @@ class CPUBackend(Backend):
 
     def inspect_source(self, fn, optimized: bool) -> str:
         text = self.generate(fn).text
-        return str(jit.optimized_module(text)) if optimized else text
+        return str(jit.optimized_module(text, _streamed(fn))) if optimized else text
 
     def build(self, fn) -> CPUProgram:
         typed = self.typed(fn)
         target = jit.host()
         kernel = generate_llvm_ir(typed, target.triple, target.data_layout,
                                   _entry_suffix(typed))
-        obj = jit.compile_object(kernel.text)
+        obj = jit.compile_object(kernel.text, _streamed(fn))
         return self._load(kernel.entry, kernel.pack_fields, iteration_cost(typed), obj,
                           kernel.text)
 

@@ -13,6 +13,8 @@ from functools import lru_cache
 
 import llvmlite.binding as llvm
 
+from . import streaming
+
 _lock = threading.Lock()
 
 
@@ -52,17 +54,23 @@ def host() -> HostTarget:
     return HostTarget()
 
 
-def optimized_module(text: str):
-    """The module after O3, as llvmlite's ModuleRef (for inspection)."""
+def optimized_module(text: str, streamed=()):
+    """The module after O3, as llvmlite's ModuleRef; with ``streamed`` (the names
+    of write-only arrays) its vector stores into them are non-temporal
+    (``streaming.py``)."""
     target = host()
     module = target.parse(text)
     target.optimize(module)
+    if streamed:
+        marked, count = streaming.mark(str(module), streamed)
+        if count:
+            module = target.parse(marked)
     return module
 
 
-def compile_object(text: str) -> bytes:
+def compile_object(text: str, streamed=()) -> bytes:
     """LLVM IR text to an object file for the host."""
-    module = optimized_module(text)
+    module = optimized_module(text, streamed)
     return host().machine.emit_object(module)
 
 
