@@ -80,6 +80,16 @@ def test_cpu_pool_unknown_value_raises_value_error(monkeypatch):
         tack.device("cpu", num_threads=2)
 
 
+def test_cpu_stream_bytes_is_an_integer(monkeypatch):
+    assert tack.device("cpu", num_threads=2).backend.streaming_bytes == 16 << 20
+    monkeypatch.setenv("TACK_CPU_STREAM_BYTES", "4096")
+    assert tack.device("cpu", num_threads=2).backend.streaming_bytes == 4096
+    monkeypatch.setenv("TACK_CPU_STREAM_BYTES", "lots")
+    with pytest.raises(ValueError, match=re.escape(
+            "TACK_CPU_STREAM_BYTES must be an integer, got 'lots'")):
+        tack.device("cpu", num_threads=2)
+
+
 def test_cpu_margin_is_a_float(monkeypatch):
     monkeypatch.setenv("TACK_CPU_MARGIN", "2.5")
     assert tack.device("cpu", num_threads=2).backend.margin == 2.5
