@@ -215,6 +215,9 @@ class FakeDriver:
         self.memory.pop(int(address))
         return (self.ok,)
 
+    def cuMemFree(self, address):
+        return self.cuMemFreeAsync(address, None)
+
     def cuMemcpyDtoHAsync(self, dst, src, nbytes, stream):
         ctypes.memmove(dst, src, nbytes)
         return (self.ok,)
@@ -428,6 +431,19 @@ def test_f32_reductions_launch_on_the_device_and_others_stay_on_the_host(fake,
         assert tack.ones(0).sum() == 0.0
         with pytest.raises(ValueError, match="^min reduction requires a nonempty array$"):
             tack.ones(0).min()
+
+
+def test_mpi_staging_memory_is_plain_device_memory(fake, fake_device, rng):
+    backend = fake_device.backend
+    assert backend.mpi_direct is False   # pooled memory is staged for MPI
+    staged = backend.allocate_mpi_array(fake_device, (3, 5), tack.f64)
+    assert staged.shape == (3, 5) and staged.device is fake_device
+    assert staged._buffer.pooled is False and staged._buffer.owned
+    values = rng.values(tack.f64, 15).reshape(3, 5)
+    tack.copyto(staged, values)
+    np.testing.assert_array_equal(staged.numpy(), values, err_msg=repr(rng))
+    wrapped = backend.wrap(staged._ptr, 15 * 8)
+    assert wrapped.shared and not wrapped.owned
 
 
 def test_print_is_refused_explicitly(fake, fake_device):
