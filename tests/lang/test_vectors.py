@@ -676,7 +676,9 @@ def _debug_run(kernel, *args):
     try:
         if DEVICE.type != "cpu":
             backend = DEVICE.backend.class_name
-            api = {"opencl": "OpenCL", "cuda": "CUDA"}[DEVICE.type]
+            # the C dialect's name (Level Zero runs OpenCL C)
+            api = {"opencl": "OpenCL", "cuda": "CUDA", "hip": "HIP",
+                   "level_zero": "OpenCL"}[DEVICE.type]
             message = (f"Kernel '{kernel.name}' failed on {backend}: debug mode (bounds checks) "
                        f"is not built for the {api} backend yet; turn it off with "
                        f"tack.set_debug(False)")
