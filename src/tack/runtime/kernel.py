@@ -24,8 +24,8 @@ from . import debug as _debug
 from . import record as _record
 from .device import get_default_device
 from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant,
-                       arrays_disjoint, check_extent_types, check_writable, classify,
-                       element_spec, placement, signature)
+                       check_extent_types, check_writable, classify, element_spec,
+                       placement, signature, variant_mode)
 from .expanding import Expanding
 from .host_eval import extent_evaluator
 
@@ -245,9 +245,9 @@ class Kernel:
         if lowered.epilogue is not None:
             result = ResultReader(self, device, specs, template)
         bound = Bound(self, device, default, specs, template, result=result)
-        disjoint = device.backend.specialize_disjoint and arrays_disjoint(
-            [a for a, s in zip(args, specs) if s.is_array])
-        check_writable(self.name, bound.program(disjoint).variant, params, args)
+        # the variant this call takes (the runner would pick the same one)
+        mode = variant_mode(device.backend, lowered.kernel, args, specs)
+        check_writable(self.name, bound.program(mode).variant, params, args)
         if debug:
             return _debug.Checked(self.name, bound, lowered, device, len(user_args)), template
         return bound, template

@@ -66,7 +66,7 @@ def _mode(test: str, streamed, streaming_bytes: int) -> str:
     streaming when the arrays are disjoint and the write-only ones
     (``streamed``) hold at least ``streaming_bytes``."""
     if not streamed or test == "False":
-        return f"({test}) + 0"
+        return test   # a bool indexes ALIASED (False) or DISJOINT (True)
     size = " + ".join(f"(a{k}._hi - a{k}._lo)" for k in streamed)
     return f"((2 if {size} >= {streaming_bytes} else 1) if {test} else 0)"
 

@@ -24,13 +24,12 @@ from . import compile as nvrtc_compile
 from . import exportable
 from .driver import Context, CUDAError, check, current_index, raw_launcher
 
-CUDABuffer = DeviceBuffer   # the name the CUDA code and its tests use
 _NOT_LOADABLE = ("CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
                  "CUDA_ERROR_INVALID_SOURCE", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
                  "CUDA_ERROR_JIT_COMPILER_NOT_FOUND")
 
 
-class ExportableBuffer(CUDABuffer):
+class ExportableBuffer(DeviceBuffer):
     """An exportable allocation (``exportable.py``): ``size`` bytes mapped at
     ``address``, the driver's allocation ``handle``."""
 
@@ -74,6 +73,7 @@ class CUDABackend(StreamBackend):
         self.device_name = context.name()
         self.pools = bool(context.attribute("CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED"))
         self._reducer = None   # the reduction kernels, built on first use
+        self._export_granularity = None   # exportable.granularity, asked once
         with context.active():
             self.stream = check(driver.cuStreamCreate(
                 int(driver.CUstream_flags.CU_STREAM_DEFAULT)), "cuStreamCreate")
@@ -84,7 +84,7 @@ class CUDABackend(StreamBackend):
                 nvrtc_compile.version(), self.target.items_per_thread)
 
     # -- memory ---------------------------------------------------------------------------
-    def allocate(self, nbytes: int) -> CUDABuffer:
+    def allocate(self, nbytes: int) -> DeviceBuffer:
         size = max(nbytes, 8)
         with self.context.active():
             if self.pools:
@@ -92,7 +92,7 @@ class CUDABackend(StreamBackend):
                                 f"cuMemAllocAsync({size} bytes)")
             else:
                 address = check(self.driver.cuMemAlloc(size), f"cuMemAlloc({size} bytes)")
-        return CUDABuffer(self, int(address), nbytes, owned=True, pooled=self.pools)
+        return DeviceBuffer(self, int(address), nbytes, owned=True, pooled=self.pools)
 
     def allocate_exportable(self, nbytes: int) -> ExportableBuffer:
         """Memory ``export_memory`` shares without a copy (``exportable.py``)."""

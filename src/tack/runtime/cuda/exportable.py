@@ -28,11 +28,16 @@ def _properties(driver, ordinal: int):
 
 
 def granularity(backend) -> int:
+    """The device's allocation granularity (asked once per backend)."""
+    found = backend._export_granularity
+    if found is not None:
+        return found
     driver = backend.driver
-    return int(check(driver.cuMemGetAllocationGranularity(
+    backend._export_granularity = found = int(check(driver.cuMemGetAllocationGranularity(
         _properties(driver, backend.index),
         driver.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
         "cuMemGetAllocationGranularity"))
+    return found
 
 
 def allocate(backend, nbytes: int) -> tuple:
