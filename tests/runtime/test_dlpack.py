@@ -10,6 +10,8 @@ from __future__ import annotations
 import ctypes
 import gc
 import re
+import subprocess
+import sys
 import weakref
 
 import numpy as np
@@ -404,3 +406,20 @@ def test_torch_tensor_dtypes_and_non_contiguous():
         tack.from_dlpack(torch.zeros(3, 4).t())
     with pytest.raises(TypeError, match=re.escape("has no Tack type")):
         tack.from_dlpack(torch.zeros(3, dtype=torch.float16))
+
+
+def test_views_collected_at_interpreter_shutdown():
+    """NumPy views of Tack arrays held in a reference cycle are released by the
+    last collection at shutdown, after module globals are cleared: the DLPack
+    deleters they call must still be alive (this crashed with SIGSEGV)."""
+    script = (
+        "import numpy as np, tack\n"
+        "class Holder: pass\n"
+        "h = Holder(); h.me = h\n"
+        "h.views = [np.from_dlpack(tack.array(np.arange(5.0))) for _ in range(3)]\n"
+        "h.capsule = tack.zeros(3).__dlpack__()\n"
+        "print(h.views[2].sum())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "10.0"

@@ -102,10 +102,28 @@ def _dl_dtype(dtype: T.ScalarType) -> DLDataType:
     return DLDataType(_CODES[dtype.kind], dtype.bits, 1)
 
 
-@_DELETER
-def _delete_export(address):
-    with _exports_lock:
-        _exports.pop(address, None)
+_api.Py_IncRef.argtypes = [ctypes.py_object]
+
+
+def _immortal(obj):
+    """``obj``, kept alive until the process ends. A consumer may release an
+    exported tensor while the interpreter shuts down (a NumPy view collected
+    after this module's globals are cleared), so the callbacks it calls, and
+    the records they read, must never be freed; they reach those records
+    through their closures, not through module globals."""
+    _api.Py_IncRef(obj)
+    return obj
+
+
+def _export_deleter(exports: dict, lock):
+    @_DELETER
+    def delete(address):
+        with lock:
+            exports.pop(address, None)
+    return _immortal(delete)
+
+
+_delete_export = _export_deleter(_exports, _exports_lock)
 
 
 def _fill_tensor(tensor: DLTensor, array: Array, shape):
@@ -120,14 +138,14 @@ def _fill_tensor(tensor: DLTensor, array: Array, shape):
     tensor.byte_offset = 0
 
 
-def _capsule_destructor(name: bytes):
+def _capsule_destructor(name: bytes, is_valid=_raw_is_valid, get_pointer=_raw_get_pointer,
+                        delete=_delete_export):
     @_CAPSULE_DESTRUCTOR
     def destroy(capsule):
         # A capsule still carrying its original name was never consumed.
-        if _raw_is_valid(capsule, name):
-            address = _raw_get_pointer(capsule, name)
-            _delete_export(address)
-    return destroy
+        if is_valid(capsule, name):
+            delete(get_pointer(capsule, name))
+    return _immortal(destroy)
 
 
 _VERSIONED_NAME, _LEGACY_NAME = b"dltensor_versioned", b"dltensor"
