@@ -24,6 +24,7 @@ import math
 import weakref
 
 from .. import types as T
+from ..runtime.buffers import ExternalBuffer
 from . import transport
 from .errors import fault, require_dict, require_gid, require_named_arrays
 from .world import _EMPTY, channel_tag, wait_all
@@ -43,6 +44,15 @@ class _Channel:
         self.hot = False        # the last call repeated the pattern: speculate
         self.sizes = {}         # per peer, the bytes of the messages sent (mirrors)
         self.repeat = None      # the last call's messages, to recognise a repeat
+
+    def remember(self, repeat) -> None:
+        if self.repeat is not None:
+            self.repeat.drop_express()
+        self.repeat = repeat
+
+    def free(self) -> None:
+        """Release the hot path's requests (the world is being freed)."""
+        self.remember(None)
 
 
 class _Repeat:
@@ -65,10 +75,16 @@ class _Repeat:
                               position[id(a), h[0], h[1], h[2]]) for h, a in items]
                          for r, items in outgoing.items()}
         self.sends = None       # per peer, how its messages are made from the views
+        self.express = None     # the hot path's layout (False where it has none)
+
+    def drop_express(self) -> None:
+        if self.express:
+            self.express.free()
+        self.express = None
 
     def match(self, messages):
-        """The call's ``outgoing`` when ``messages`` repeats the recorded call, else
-        None."""
+        """The arrays of ``messages`` by position (see :meth:`outgoing`) when it
+        repeats the recorded call, else None."""
         flat, n, i = self.flat, len(self.flat), 0
         arrays = [None] * n
         if type(messages) is not dict:
@@ -87,8 +103,10 @@ class _Repeat:
                         return None
                     arrays[i] = array
                     i += 1
-        if i != n:
-            return None
+        return arrays if i == n else None
+
+    def outgoing(self, arrays) -> dict:
+        """The call's ``outgoing`` (see ``_outgoing``) from what :meth:`match` found."""
         return {r: [(h, None if j is None else arrays[j]) for h, j in items]
                 for r, items in self.template.items()}
 
@@ -106,10 +124,16 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
     channel = world.cache.get(("exchange", call))
     if channel is None:
         channel = world.cache[("exchange", call)] = _Channel(call)
-    repeat = channel.repeat
-    outgoing = None if error or repeat is None else repeat.match(messages)
-    if outgoing is not None:        # the headers are channel.out's
-        headers, changed = channel.out, 0
+    repeat, total = channel.repeat, None
+    arrays = None if error or repeat is None else repeat.match(messages)
+    if arrays is not None:          # the headers are channel.out's
+        if channel.hot and world.overlaps:
+            express = _express_for(blocks, channel, repeat, arrays)
+            if express:
+                total, result = express.run(fields, arrays)
+                if result is not None:
+                    return result
+        outgoing, headers, changed = repeat.outgoing(arrays), channel.out, 0
     else:
         repeat = None
         outgoing, problem = fault(_outgoing, blocks, messages)
@@ -117,12 +141,14 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
         headers = None if error else {r: tuple(h for h, _ in items)
                                       for r, items in outgoing.items()}
         changed = int(error is None and headers != channel.out)
-    if channel.hot and world.overlaps:
+    if total is not None:
+        pass                        # the express path missed: agreed and drained
+    elif channel.hot and world.overlaps:
         total, received = _speculate(blocks, channel, outgoing, changed, error, fields,
                                      repeat)
         if received is not None:
             if repeat is None:
-                channel.repeat = _Repeat(messages, outgoing)
+                channel.remember(_Repeat(messages, outgoing))
             return _assemble(blocks, outgoing.get(world.rank, []), received)
     else:
         total = world.agree(call, error, fields, count=changed)
@@ -132,12 +158,175 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
         channel.incoming = world.alltoall(sent)
         channel.receiving = _receive_plan(world, channel.incoming)
         channel.out = headers
+        if repeat is not None:      # other ranks' messages changed: a new layout
+            repeat.drop_express()
         channel.sizes = {r: _message_sizes(h, world.gpu_aware)
                          for r, h in headers.items() if r != world.rank}
     if repeat is None:
-        channel.repeat = _Repeat(messages, outgoing)
+        channel.remember(_Repeat(messages, outgoing))
     received = _transfer(blocks, outgoing, channel)
     return _assemble(blocks, outgoing.get(world.rank, []), received)
+
+
+class _Express:
+    """The hot path of a repeated call, laid out once: the receive buffers to
+    carve and the arrays each holds, the sends (persistent requests for the
+    messages under ``transport.PERSISTENT`` bytes, on the arrays' host views or a send
+    buffer of its own), what the world must know of the speculative messages,
+    the local messages' places and the result's shape. A call then starts,
+    agrees, waits and hands out arrays (made from templates) without
+    re-deriving any of it. Host-staged transport only, with every array
+    readable, and every destination device addressing, host memory."""
+
+    def __init__(self, blocks, channel, repeat, plans):
+        world = blocks.world
+        self.blocks, self.world = blocks, world
+        self.call, self.tag = channel.call, channel.tag
+        self.backends = list({id(b): b for b in
+                              (blocks.device(g).backend for g in blocks.local)}.values())
+        self.recvs, self.local, self.empties, entries = [], [], [], []
+        self.posted = []            # (kind, peer, tag, bytes) of each message, for World
+        for header, j in repeat.template.get(world.rank, ()):
+            if j is not None:
+                self.local.append((len(entries), blocks.device(header[1]), j))
+            entries.append(header)
+        for peer, headers, _ in channel.receiving:
+            items, packed, total, large = pair_layout(headers)
+            layouts = ([(total, packed)] if packed else []) + \
+                [(items[i][2], ((i, 0),)) for i in large]
+            for nbytes, places in layouts:
+                self.recvs.append((peer, nbytes, [
+                    (len(entries) + i, offset, items[i][2],
+                     _template(blocks, headers[i], items[i])) for i, offset in places]))
+                self.posted.append((0, peer, self.tag, 0))
+            for i, item in enumerate(items):
+                if item is not None and not item[2]:
+                    self.empties.append((len(entries) + i,
+                                         _template(blocks, headers[i], item)))
+            entries.extend(headers)
+        self.slots = len(entries)
+        self.shape = _result_shape(blocks, entries)
+        self._sends(plans)
+
+    def _sends(self, plans) -> None:
+        """Per message: a persistent request, or ``(buffer, peer)`` sent per call;
+        the packing of the peers that send several small arrays."""
+        world, comm = self.world, self.world.comm
+        self.packs, self.started, self.posts = [], [], []
+        for peer, packed, total, single in plans:
+            messages = list(single)
+            if packed:
+                buffer = transport.new_buffer(total)
+                self.packs.append((buffer, packed))
+                messages.insert(0, buffer)
+            for buffer in messages:
+                self.posted.append((1, peer, self.tag, buffer.nbytes))
+                if world.persistent and buffer.nbytes < transport.PERSISTENT:
+                    self.started.append(comm.Send_init(buffer, peer, self.tag))
+                else:
+                    self.posts.append((buffer, peer))
+        self.start_all = getattr(type(self.started[0]), "Startall", None) \
+            if self.started else None
+
+    @classmethod
+    def make(cls, blocks, channel, repeat, outgoing):
+        """The layout, or False where the hot path does not apply."""
+        world = blocks.world
+        if world.gpu_aware or not all(transport.addresses_host(blocks.device(g))
+                                      for g in blocks.local):
+            return False
+        plans = repeat.sends
+        if plans is None:
+            plans = repeat.sends = _send_plans(world, outgoing)
+        return plans is not False and cls(blocks, channel, repeat, plans)
+
+    def run(self, fields, sent) -> tuple:
+        """``(0, result)``, or ``(sum of changed, None)`` when some rank did not
+        repeat its call (every speculative message is complete then). ``sent``:
+        the call's arrays, as ``_Repeat.match`` found them."""
+        world, tag, comm = self.world, self.tag, self.world.comm
+        for backend in self.backends:       # launches that write the sent arrays
+            backend.synchronize()
+        world.begin(self.call, None, fields, 0, speculative=True)
+        take, requests, held = _carver(world).take, [], []
+        for peer, nbytes, layout in self.recvs:
+            buffer, address = take(nbytes)
+            requests.append(comm.Irecv(buffer, peer, tag))
+            held.append((buffer, address, layout))
+        for buffer, packed in self.packs:
+            for offset, view in packed:
+                buffer[offset: offset + view.nbytes] = view
+        if self.start_all is not None:
+            self.start_all(self.started)
+            requests.extend(self.started)
+        for buffer, peer in self.posts:
+            requests.append(comm.Isend(buffer, peer, tag))
+        world.spec_started(requests, self.posted)
+        total, hit = world.finish()
+        if not hit:
+            return total, None
+        wait_all(requests)
+        got = [None] * self.slots
+        for buffer, address, layout in held:
+            for slot, offset, nbytes, template in layout:
+                at = address + offset
+                got[slot] = template.rebased(ExternalBuffer(at, nbytes, buffer), at)
+        for slot, template in self.empties:
+            got[slot] = template.rebased(ExternalBuffer(0, 0, _EMPTY), 0)
+        for slot, device, j in self.local:
+            array = sent[j]
+            got[slot] = array if array.device is device else array.to_device(device)
+        result = {}
+        for dst, per_src in self.shape:
+            result[dst] = to_dst = {}
+            for src, names in per_src:
+                to_dst[src] = message = {}
+                for name, k in names:
+                    message[name] = got[k]
+        return 0, result
+
+    def free(self) -> None:
+        """Release the persistent requests."""
+        started, self.started, self.start_all = self.started, [], None
+        for request in started:
+            request.Free()
+
+
+def _result_shape(blocks, entries) -> list:
+    """``[(destination, [(source, [(name, slot)])])]``: the result of a call whose
+    messages' headers are ``entries`` (slot k holds entry k's array), in the
+    order ``_assemble`` makes it."""
+    shape = {gid: {} for gid in blocks.local}
+    for k in sorted(range(len(entries)), key=lambda k: entries[k][0]):
+        src, dst, name, _, _ = entries[k]
+        names = shape[dst].setdefault(src, [])
+        if name is not None:
+            names.append((name, k))
+    return [(dst, list(per_src.items())) for dst, per_src in shape.items()]
+
+
+def _express_for(blocks, channel, repeat, arrays):
+    """The repeat's hot path, made at its first use (False where it has none)."""
+    express = repeat.express
+    if express is None or (express and express.blocks is not blocks):
+        repeat.drop_express()
+        express = repeat.express = _Express.make(blocks, channel, repeat,
+                                                 repeat.outgoing(arrays))
+    return express
+
+
+def _template(blocks, header, item):
+    """An array of a received message's type, shape and device, for
+    ``Array.rebased``; its storage is a placeholder, never read."""
+    dtype, shape, _ = item
+    return transport.wrap(_EMPTY, 0, dtype, shape, blocks.device(header[1]), 0)
+
+
+def _carver(world):
+    carver = world.cache.get("carver")
+    if carver is None:
+        carver = world.cache["carver"] = transport.Carver()
+    return carver
 
 
 def _outgoing(blocks, messages) -> dict:

@@ -34,7 +34,7 @@ from .world import _EMPTY, plan_tag, wait_all
 
 CALL = "Plan()"
 RUN = "Plan.run()"
-PERSISTENT = 1 << 16    # bytes: smaller messages use persistent requests
+PERSISTENT = transport.PERSISTENT    # bytes: smaller messages use persistent requests
 
 
 class Plan:

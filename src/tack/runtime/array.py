@@ -45,6 +45,23 @@ class Array:
         self._lo = self._ptr
         self._hi = self._ptr + self._size * dtype.itemsize
 
+    def rebased(self, buffer, address: int) -> "Array":
+        """A new array with this one's shape, type, device and writability over
+        ``buffer`` (storage of the same backend, ``nbytes`` long) at ``address``:
+        for runtime code that hands out many arrays of one layout, without
+        re-deriving what the constructor derives."""
+        new = Array.__new__(Array)
+        new._buffer, new._ptr = buffer, address
+        new._shape, new._dtype, new._scalar = self._shape, self._dtype, self._scalar
+        new._storage, new._device = self._storage, self._device
+        new._writable, new._size = self._writable, self._size
+        sig = self._sig
+        if (address % self._scalar.itemsize == 0) is not sig[4]:
+            sig = sig[:4] + (not sig[4],)
+        new._sig = sig
+        new._lo, new._hi = address, address + (self._hi - self._lo)
+        return new
+
     # -- metadata -------------------------------------------------------------
     @property
     def shape(self) -> tuple:
