@@ -20,7 +20,7 @@ def description(src, total, step, changed):
     ``step``; ``changed``: whether this block's pattern is the other one."""
     out = {(src + 1) % total: {"big": ((LARGE,), np.float64, 1.0),
                                "a": ((3,), np.int32, 2), "b": ((2, 2), np.float32, 3.0)},
-           (src + 2) % total: {"a": ((3,), np.int32, 4)},
+           (src + 2) % total: {"a": ((3,), np.int32, 4), "z": ((0,), np.float32, 7.0)},
            src: {"self": ((5,), np.int64, 5)}}
     if changed:
         out[(src + 1) % total]["b"] = ((7,), np.float32, 6.0)    # another shape
@@ -52,7 +52,7 @@ def refresh(messages, step):
 
 def _base(s, d, n, messages, array):
     return {"big": 1, "a": 2 if d == next(iter(messages[s])) else 4,
-            "b": 6 if array.shape == (7,) else 3, "self": 5}[n]
+            "b": 6 if array.shape == (7,) else 3, "self": 5, "z": 7}[n]
 
 
 def check(blocks, got, step, changed):

@@ -27,10 +27,11 @@ from .. import types as T
 from ..runtime.buffers import ExternalBuffer
 from . import transport
 from .errors import fault, require_dict, require_gid, require_named_arrays
-from .world import _EMPTY, channel_tag, wait_all
+from .world import _EMPTY, channel_tag, start_all, wait_all
 
 CALL = "Blocks.exchange()"
 LARGE = 1 << 16     # arrays from this size on travel in messages of their own
+COPIED = 1 << 14    # the most bytes a repeated call receives by copying (_Express)
 
 
 class _Channel:
@@ -169,14 +170,18 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
 
 
 class _Express:
-    """The hot path of a repeated call, laid out once: the receive buffers to
-    carve and the arrays each holds, the sends (persistent requests for the
-    messages under ``transport.PERSISTENT`` bytes, on the arrays' host views or a send
-    buffer of its own), what the world must know of the speculative messages,
-    the local messages' places and the result's shape. A call then starts,
-    agrees, waits and hands out arrays (made from templates) without
-    re-deriving any of it. Host-staged transport only, with every array
-    readable, and every destination device addressing, host memory."""
+    """The hot path of a repeated call, laid out once. A call then packs,
+    starts, agrees, waits and hands out arrays (made from templates) without
+    re-deriving anything. Host-staged transport only, with every array
+    readable, and every destination device addressing, host memory.
+
+    Where the communicator makes persistent requests, the small messages (each
+    under ``transport.PERSISTENT`` bytes, received together in at most
+    ``COPIED`` bytes) travel by persistent requests started in one call with
+    the agreement: they are received into a region of the express's own and
+    copied out to a new buffer, which is cheaper than posting receives. Other
+    messages are posted per call, received into new buffers.
+    """
 
     def __init__(self, blocks, channel, repeat, plans):
         world = blocks.world
@@ -184,8 +189,7 @@ class _Express:
         self.call, self.tag = channel.call, channel.tag
         self.backends = list({id(b): b for b in
                               (blocks.device(g).backend for g in blocks.local)}.values())
-        self.recvs, self.local, self.empties, entries = [], [], [], []
-        self.posted = []            # (kind, peer, tag, bytes) of each message, for World
+        self.local, self.empties, entries, messages = [], [], [], []
         for header, j in repeat.template.get(world.rank, ()):
             if j is not None:
                 self.local.append((len(entries), blocks.device(header[1]), j))
@@ -195,10 +199,9 @@ class _Express:
             layouts = ([(total, packed)] if packed else []) + \
                 [(items[i][2], ((i, 0),)) for i in large]
             for nbytes, places in layouts:
-                self.recvs.append((peer, nbytes, [
+                messages.append((peer, nbytes, [
                     (len(entries) + i, offset, items[i][2],
                      _template(blocks, headers[i], items[i])) for i, offset in places]))
-                self.posted.append((0, peer, self.tag, 0))
             for i, item in enumerate(items):
                 if item is not None and not item[2]:
                     self.empties.append((len(entries) + i,
@@ -206,13 +209,39 @@ class _Express:
             entries.extend(headers)
         self.slots = len(entries)
         self.shape = _result_shape(blocks, entries)
+        self.posted = [(0, peer, self.tag, 0) for peer, _, _ in messages]
+        self._receives(messages)
         self._sends(plans)
+        agreement = world.agreement_request
+        self.bundle = None if agreement is None else [agreement] + self.started
+        self.start_all = getattr(type(self.started[0]), "Startall", start_all) \
+            if self.started else None
+
+    def _receives(self, messages) -> None:
+        """The region and its persistent receives, with the layout of what is copied
+        out of it; the receives posted per call."""
+        world = self.world
+        copied = [m for m in messages if m[1] < transport.PERSISTENT]
+        offsets, total = transport.layout([n for _, n, _ in copied])
+        if not (world.persistent and copied and total <= COPIED):
+            copied, total = [], 0
+        self.region, self.region_layout, self.started = None, [], []
+        if copied:
+            self.region = transport.new_buffer(total)
+            for (peer, nbytes, layout), at in zip(copied, offsets):
+                self.started.append(world.comm.Recv_init(
+                    self.region[at: at + nbytes], peer, self.tag))
+                self.region_layout.extend((slot, at + offset, n, template)
+                                          for slot, offset, n, template in layout)
+        taken = {id(m) for m in copied}
+        self.posts = [m for m in messages if id(m) not in taken]
 
     def _sends(self, plans) -> None:
-        """Per message: a persistent request, or ``(buffer, peer)`` sent per call;
-        the packing of the peers that send several small arrays."""
+        """Per message: a persistent request (appended to ``started``), or
+        ``(buffer, peer)`` sent per call; the packing of the peers that send
+        several small arrays."""
         world, comm = self.world, self.world.comm
-        self.packs, self.started, self.posts = [], [], []
+        self.packs, self.sends = [], []
         for peer, packed, total, single in plans:
             messages = list(single)
             if packed:
@@ -224,9 +253,7 @@ class _Express:
                 if world.persistent and buffer.nbytes < transport.PERSISTENT:
                     self.started.append(comm.Send_init(buffer, peer, self.tag))
                 else:
-                    self.posts.append((buffer, peer))
-        self.start_all = getattr(type(self.started[0]), "Startall", None) \
-            if self.started else None
+                    self.sends.append((buffer, peer))
 
     @classmethod
     def make(cls, blocks, channel, repeat, outgoing):
@@ -247,25 +274,29 @@ class _Express:
         world, tag, comm = self.world, self.tag, self.world.comm
         for backend in self.backends:       # launches that write the sent arrays
             backend.synchronize()
-        world.begin(self.call, None, fields, 0, speculative=True)
-        take, requests, held = _carver(world).take, [], []
-        for peer, nbytes, layout in self.recvs:
-            buffer, address = take(nbytes)
-            requests.append(comm.Irecv(buffer, peer, tag))
-            held.append((buffer, address, layout))
         for buffer, packed in self.packs:
             for offset, view in packed:
                 buffer[offset: offset + view.nbytes] = view
-        if self.start_all is not None:
-            self.start_all(self.started)
-            requests.extend(self.started)
-        for buffer, peer in self.posts:
+        world.begin(self.call, None, fields, 0, speculative=True, bundle=self.bundle)
+        requests = list(self.started)
+        if self.bundle is None and requests:
+            self.start_all(requests)
+        take, held = _carver(world).take, []
+        for peer, nbytes, layout in self.posts:
+            buffer, address = take(nbytes)
+            requests.append(comm.Irecv(buffer, peer, tag))
+            held.append((buffer, address, layout))
+        for buffer, peer in self.sends:
             requests.append(comm.Isend(buffer, peer, tag))
         world.spec_started(requests, self.posted)
         total, hit = world.finish()
         if not hit:
             return total, None
         wait_all(requests)
+        if self.region is not None:
+            buffer, address = take(self.region.nbytes)
+            buffer[:] = self.region
+            held.append((buffer, address, self.region_layout))
         got = [None] * self.slots
         for buffer, address, layout in held:
             for slot, offset, nbytes, template in layout:
@@ -287,7 +318,7 @@ class _Express:
 
     def free(self) -> None:
         """Release the persistent requests."""
-        started, self.started, self.start_all = self.started, [], None
+        started, self.started, self.bundle = self.started, [], None
         for request in started:
             request.Free()
 

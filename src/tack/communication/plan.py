@@ -35,6 +35,7 @@ from .world import _EMPTY, plan_tag, wait_all
 CALL = "Plan()"
 RUN = "Plan.run()"
 PERSISTENT = transport.PERSISTENT    # bytes: smaller messages use persistent requests
+_THE_PLAN, _THE_TYPE = f"{RUN}: the plan", f"{RUN}: the element type"
 
 
 class Plan:
@@ -105,13 +106,17 @@ class Plan:
         world = self.blocks.world
         views, error = fault(self._views, values)
         dtype = None if error or views is None else self._dtype
-        fields = [(self.id, ValueError, f"{RUN}: the plan"),
-                  (dtype, TypeError, f"{RUN}: the element type")]
+        fields = [(self.id, ValueError, _THE_PLAN), (dtype, TypeError, _THE_TYPE)]
         state = self._state
         if state is not None and world.overlaps:
             ready = error is None and state.type_name == dtype
-            world.begin(RUN, error, fields, count=int(not ready), speculative=True)
-            state.start(views if ready else None, speculative=True)
+            bundle = state.bundle if ready else None
+            if bundle is not None:          # the sends start with the agreement
+                state.gather(views)
+            world.begin(RUN, error, fields, count=int(not ready), speculative=True,
+                        bundle=bundle)
+            state.start(views if ready else None, speculative=True,
+                        started=bundle is not None)
             if world.finish()[1]:
                 state.complete(views)
                 self._copy_back(views)
@@ -200,37 +205,44 @@ class _Requests:
                           else None for b, p in recvs]
         self.send_init = [comm.Send_init(b, p, tag) if persistent and b.nbytes < PERSISTENT
                           else None for b, p in sends]
+        made = [r for r in self.recv_init + self.send_init if r is not None]
+        agreement = world.agreement_request
+        # What World.begin starts with the agreement (see there).
+        self.bundle = [agreement] + made if agreement is not None and made else None
         self.pending = self.sent = ()
 
-    def _start(self, made, pairs, post, spec_post, kind, speculative) -> list:
-        """Start or post each message's request, in message order (several
-        messages to one peer pair up in the order they are posted)."""
-        requests, started = [], []
+    def _start(self, made, pairs, post, spec_post, kind, speculative, started) -> list:
+        """Start (unless ``started``) or post each message's request, in message
+        order (several messages to one peer pair up in the order they are
+        posted)."""
+        requests, told = [], []
         post = spec_post if speculative else post
         for request, (buffer, peer) in zip(made, pairs):
             if request is None:
                 requests.append(post(buffer, peer, self.tag))
             else:
-                request.Start()
+                if not started:
+                    request.Start()
                 requests.append(request)
-                started.append((kind, peer, self.tag, buffer.nbytes))
-        if speculative and started:
-            self.world.spec_started([r for r in made if r is not None], started)
+                told.append((kind, peer, self.tag, buffer.nbytes))
+        if speculative and told:
+            self.world.spec_started([r for r in made if r is not None], told)
         return requests
 
-    def start_receives(self, speculative: bool) -> None:
+    def start_receives(self, speculative: bool, started: bool = False) -> None:
         world = self.world
         self.pending = self._start(self.recv_init, self.recvs, world.irecv,
-                                   world.spec_irecv, 0, speculative)
+                                   world.spec_irecv, 0, speculative, started)
 
-    def start_sends(self, speculative: bool, empty: bool = False) -> None:
+    def start_sends(self, speculative: bool, empty: bool = False,
+                    started: bool = False) -> None:
         """Start the sends, or (``empty``) an empty message in place of each."""
         world = self.world
         if empty:
             self.sent = [world.spec_isend(_EMPTY, p, self.tag) for _, p in self.sends]
             return
         self.sent = self._start(self.send_init, self.sends, world.isend, world.spec_isend,
-                                1, speculative)
+                                1, speculative, started)
 
     def wait_receives(self) -> None:
         wait_all(self.pending)
@@ -244,6 +256,7 @@ class _Requests:
                 request.Free()
         self.recv_init = [None] * len(self.recvs)
         self.send_init = [None] * len(self.sends)
+        self.bundle = None
 
 
 class _State:
@@ -267,17 +280,28 @@ class _State:
             recvs.append((buffer, peer))
         self.requests = _Requests(world, plan.tag, recvs, sends)
 
-    def start(self, views, speculative: bool = False) -> None:
+    @property
+    def bundle(self):
+        """The persistent requests that may start with the agreement, or None."""
+        return self.requests.bundle
+
+    def gather(self, views) -> None:
+        """Fill the send buffers. Only reads ``views``."""
+        for g, index, out in self.gathers:
+            np.take(views[g][1], index, axis=0, out=out, mode="clip")
+
+    def start(self, views, speculative: bool = False, started: bool = False) -> None:
         """Start the receives, gather and start the sends (empty ones where
-        ``views`` is None). Only reads ``views``."""
+        ``views`` is None); ``started``: the bundle was gathered and started with
+        the agreement. Only reads ``views``."""
         requests = self.requests
-        requests.start_receives(speculative)
+        requests.start_receives(speculative, started)
         if views is None:
             requests.start_sends(speculative, empty=True)
             return
-        for g, index, out in self.gathers:
-            np.take(views[g][1], index, axis=0, out=out, mode="clip")
-        requests.start_sends(speculative)
+        if not started:
+            self.gather(views)
+        requests.start_sends(speculative, started=started)
         for s, _, index, _, out in self.local:
             np.take(views[s][1], index, axis=0, out=out, mode="clip")
 
@@ -298,6 +322,8 @@ class _DirectState:
     """GPU-aware: a device buffer per message, filled and emptied by Tack kernels and
     handed to MPI through DLPack."""
 
+    bundle = None       # the kernels gather after the receives start
+
     def __init__(self, plan: Plan, type_name):
         blocks, world = plan.blocks, plan.blocks.world
         self.type_name = type_name
@@ -315,8 +341,8 @@ class _DirectState:
         self.requests = _Requests(world, plan.tag, [(b, p) for p, _, _, b in self.into],
                                   [(b, p) for p, _, _, b in self.out])
 
-    def start(self, views, speculative: bool = False) -> None:
-        requests = self.requests
+    def start(self, views, speculative: bool = False, started: bool = False) -> None:
+        requests = self.requests        # never ``started``: no bundle
         requests.start_receives(speculative)
         if views is None:
             requests.start_sends(speculative, empty=True)

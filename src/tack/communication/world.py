@@ -113,6 +113,8 @@ class World:
         self.overlaps = self._comm is not None and self.size > 1 and \
             hasattr(self._comm, "Iallreduce")
         self._persistent = self._persistent_sum() if self.overlaps else None
+        self._start_all = None if self._persistent is None else \
+            getattr(type(self._persistent), "Startall", start_all)
         self._open = None          # the agreement begun and not finished
         self._request = None       # its request (Iallreduce or the persistent one)
         self._posted = []          # speculative messages: (kind, peer, tag, nbytes)
@@ -181,13 +183,18 @@ class World:
         return self.finish()[0]
 
     def begin(self, operation: str, error=None, fields=(), count: int = 0,
-              speculative: bool = False) -> None:
+              speculative: bool = False, bundle=None) -> None:
         """Post the agreement of :meth:`agree` without waiting for it.
 
         Between ``begin`` and :meth:`finish` a speculating call (``speculative``,
         only where :attr:`overlaps`) posts its messages with :meth:`spec_irecv`,
         :meth:`spec_isend` and :meth:`spec_started`. Nothing between the two may
         raise: every rank counts on this rank's messages.
+
+        ``bundle``: a list that starts with :attr:`agreement_request` and goes on
+        with the call's persistent speculative requests, all started at once
+        (where the agreement is persistent); the call tells them with
+        :meth:`spec_started`.
         """
         if self._freed:
             self.require_open(operation)
@@ -210,7 +217,10 @@ class World:
         self._expect = [0, 0, size if speculative else 0, size, size * call,
                         size * call * call] + expect
         if self._persistent is not None:
-            self._persistent.Start()
+            if bundle is None:
+                self._persistent.Start()
+            else:
+                self._start_all(bundle)
             self._request = self._persistent
         elif self.overlaps:
             self._request = self._comm.Iallreduce(self._vector, self._total)
@@ -269,6 +279,11 @@ class World:
                 seen = sorted({repr(x) for x in values if x is not None})
                 raise exc_type(f"{what} differs between ranks: {', '.join(seen)}")
         return total[1], hit
+
+    @property
+    def agreement_request(self):
+        """The persistent request of the agreement's sum, or None (see ``begin``)."""
+        return self._persistent
 
     # -- speculative messages ---------------------------------------------------------
     def spec_irecv(self, buffer, peer: int, tag: int):
