@@ -14,7 +14,10 @@ For each framework this measures
   ``wp.config.kernel_cache_dir``.
 
 Throughputs are medians of timed repeats after a warm-up call, and every
-result is checked against NumPy. The table ends with ratios of Tack against
+result is checked against NumPy. The frameworks take turns on the bandwidth
+metrics (per round, a few warm-up and a few timed calls of each, the order
+rotating), so that the machine's drift hits them alike; their ratios are
+medians over rounds of the ratio within a round. The table ends with ratios of Tack against
 each peer. Peers run with their defaults (Numba: all cores through
 ``prange``; Warp: ``device="cpu"``, default module options).
 
@@ -298,17 +301,18 @@ NOTES = (
 
 # -- warm measurements --------------------------------------------------------------
 
-def measure_warm(peer, sizes, host) -> dict:
-    """Every warm metric for one framework; a failing metric reports its error."""
-    results = {}
-    ns = peer.kernels()
+def attempt(results, metric, fn):
+    """``results[metric] = fn()``; a failing metric reports its error."""
+    try:
+        results[metric] = fn()
+    except Exception as exc:  # reported in the table, never a crash
+        results[metric] = f"error: {type(exc).__name__}: {exc}"
+        results.setdefault("_errors", []).append(f"{metric}: {results[metric]}")
 
-    def attempt(metric, fn):
-        try:
-            results[metric] = fn()
-        except Exception as exc:  # reported in the table, never a crash
-            results[metric] = f"error: {type(exc).__name__}: {exc}"
-            results.setdefault("_errors", []).append(f"{metric}: {results[metric]}")
+
+def measure_launches(peer, ns, sizes, host) -> dict:
+    """The warm launch metrics of one framework."""
+    results = {}
 
     def launch(n):
         x, y = peer.to_dev(host["x"][:n].copy()), peer.to_dev(host["y"][:n].copy())
@@ -316,6 +320,24 @@ def measure_warm(peer, sizes, host) -> dict:
         peer.sync()
         check(f"{peer.name} saxpy n={n}", peer.to_host(y), host["ref"][:n])
         return median_launch_us(lambda: peer.saxpy(ns, x, y), sizes)
+
+    attempt(results, "launch1", lambda: launch(1))
+    attempt(results, "launch1024", lambda: launch(1024))
+    return results
+
+
+BANDWIDTH = ("saxpy", "stencil", "sum")
+# Seconds of sleep before each timed call of the turns: the previous call's
+# framework may leave worker threads spinning (OpenMP's spin-wait, Tack's pool
+# spin), which would slow the next framework's threads on a small machine.
+IDLE = 0.02
+TURN_WARM, TURN_TIMED = 2, 3
+
+
+def bandwidth_setups(peer, ns, host) -> dict:
+    """``{metric: (call, bytes moved per call)}`` for one framework, each checked
+    against NumPy once; a metric that fails to set up is a string (its error)."""
+    setups = {}
 
     def saxpy():
         x, y = peer.to_dev(host["x"]), peer.to_dev(host["y"])
@@ -326,7 +348,7 @@ def measure_warm(peer, sizes, host) -> dict:
         def once():
             peer.saxpy(ns, x, y)
             peer.sync()
-        return 12 * x.shape[0] / median_seconds(once, sizes) / 1e9
+        return once, 12 * x.shape[0]
 
     def stencil():
         u, out = peer.to_dev(host["u"]), peer.to_dev(np.zeros_like(host["u"]))
@@ -337,22 +359,60 @@ def measure_warm(peer, sizes, host) -> dict:
         def once():
             peer.stencil(ns, u, out)
             peer.sync()
-        points = (u.shape[0] - 2) * (u.shape[1] - 2)
-        return 8 * points / median_seconds(once, sizes) / 1e9
+        return once, 8 * (u.shape[0] - 2) * (u.shape[1] - 2)
 
     def total():
         x = peer.to_dev(host["x"])
         got = peer.total(ns, x)
         if abs(got - host["sum"]) > 1e-4 * abs(host["sum"]):
             raise AssertionError(f"{peer.name} sum: {got!r}, NumPy (f64) {host['sum']!r}")
-        return 4 * host["x"].size / median_seconds(lambda: peer.total(ns, x), sizes) / 1e9
+        return (lambda: peer.total(ns, x)), 4 * host["x"].size
 
-    attempt("launch1", lambda: launch(1))
-    attempt("launch1024", lambda: launch(1024))
-    attempt("saxpy", saxpy)
-    attempt("stencil", stencil)
-    attempt("sum", total)
-    return results
+    for metric, make in zip(BANDWIDTH, (saxpy, stencil, total)):
+        attempt(setups, metric, make)
+    setups.pop("_errors", None)
+    return setups
+
+
+def measure_bandwidths(setups: dict, sizes, results: dict) -> None:
+    """Run every framework's bandwidth metrics in turns, so that the machine's
+    drift hits every framework alike: per round, each framework (the order
+    rotating) makes ``TURN_WARM`` untimed calls, which bring its own arrays
+    back into the caches as a run of calls would have them, then
+    ``TURN_TIMED`` timed ones, whose median is the round's sample. Stores each
+    framework's median over rounds in GB/s, and for Tack the median over rounds
+    of its throughput ratio to each peer within the round."""
+    names = list(setups)
+    for metric in BANDWIDTH:
+        calls = {n: setups[n][metric] for n in names
+                 if not isinstance(setups[n].get(metric, "missing"), str)}
+        for n in names:
+            if n not in calls:
+                results[n][metric] = setups[n].get(metric, "n/a")
+        order = list(calls)
+        for _ in range(sizes["warmup"]):
+            for n in order:
+                calls[n][0]()
+        seconds = {n: [] for n in order}
+        for r in range(sizes["repeats"]):
+            for n in order[r % len(order):] + order[:r % len(order)]:
+                time.sleep(IDLE)
+                call = calls[n][0]
+                for _ in range(TURN_WARM):
+                    call()
+                turn = []
+                for _ in range(TURN_TIMED):
+                    start = time.perf_counter()
+                    call()
+                    turn.append(time.perf_counter() - start)
+                seconds[n].append(statistics.median(turn))
+        for n in order:
+            results[n][metric] = calls[n][1] / statistics.median(seconds[n]) / 1e9
+        if "tack" in seconds:
+            for n in order:
+                if n != "tack":
+                    ratios = [p / t for t, p in zip(seconds["tack"], seconds[n])]
+                    results["tack"][f"paired_{metric}_{n}"] = statistics.median(ratios)
 
 
 def make_host(sizes, seed):
@@ -535,10 +595,15 @@ def print_report(names, results, sizes):
         parts = []
         for n in peers:
             t, p = tack.get(key), results[n].get(key)
-            if isinstance(t, float) and isinstance(p, float) and p > 0:
+            paired = tack.get(f"paired_{key}_{n}")
+            if paired is not None:
+                parts.append(f"Tack/{DISPLAY[n]} {paired:.2f}x")
+            elif isinstance(t, float) and isinstance(p, float) and p > 0:
                 parts.append(f"Tack/{DISPLAY[n]} {t / p:.2f}x")
         if parts:
             print(f"  {label} ({unit}): " + ", ".join(parts))
+    print("  (bandwidth ratios: the median over rounds of the ratio within a round, "
+          "the frameworks taking turns)")
 
 
 def measure_sort(n: int, seed: int) -> None:
@@ -600,7 +665,7 @@ def main(argv=None) -> int:
     print(f"CPU peers benchmark ({'quick' if args.quick else 'full'}): Python "
           f"{platform.python_version()}, {os.cpu_count()} CPUs, seed {seed}")
     host = make_host(sizes, seed)
-    results, failed = {}, False
+    results, setups, failed = {}, {}, False
     for name in args.names:
         if importlib.util.find_spec(MODULES[name]) is None:
             results[name] = "not installed"
@@ -613,15 +678,24 @@ def main(argv=None) -> int:
             print(f"  {name}: failed to start ({type(exc).__name__}: {exc}), skipped")
             continue
         print(f"  {name} {peer.version} (threads: {peer.threads}) ...", flush=True)
-        results[name] = measure_warm(peer, sizes, host)
+        ns = peer.kernels()
+        results[name] = measure_launches(peer, ns, sizes, host)
+        setups[name] = bandwidth_setups(peer, ns, host)
         try:
             results[name].update(measure_cold(name))
         except Exception as exc:
             message = f"error: {type(exc).__name__}: {exc}"
             results[name]["cold_first"] = message
             results[name].setdefault("_errors", []).append(f"cold: {message}")
+    print(f"  bandwidths, {', '.join(setups)} in turns ...", flush=True)
+    measure_bandwidths(setups, sizes, results)
+    for name in setups:
+        for metric in BANDWIDTH:
+            if isinstance(results[name].get(metric), str):
+                results[name].setdefault("_errors", []).append(
+                    f"{metric}: {results[name][metric]}")
         failed |= bool(results[name].get("_errors"))
-        del peer
+    setups.clear()
     print()
     print_report(args.names, results, sizes)
     if "tack" in args.names:
