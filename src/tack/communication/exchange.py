@@ -24,6 +24,7 @@ import math
 import weakref
 
 from .. import types as T
+from ..runtime.backend import Backend
 from ..runtime.buffers import ExternalBuffer
 from . import transport
 from .errors import fault, require_dict, require_gid, require_named_arrays
@@ -187,8 +188,9 @@ class _Express:
         world = blocks.world
         self.blocks, self.world = blocks, world
         self.call, self.tag = channel.call, channel.tag
-        self.backends = list({id(b): b for b in
-                              (blocks.device(g).backend for g in blocks.local)}.values())
+        self.backends = [b for b in {id(b): b for b in (blocks.device(g).backend
+                                                         for g in blocks.local)}.values()
+                         if type(b).synchronize is not Backend.synchronize]  # queues
         self.local, self.empties, entries, messages = [], [], [], []
         for header, j in repeat.template.get(world.rank, ()):
             if j is not None:
@@ -216,6 +218,7 @@ class _Express:
         self.bundle = None if agreement is None else [agreement] + self.started
         self.start_all = getattr(type(self.started[0]), "Startall", start_all) \
             if self.started else None
+        self.carver = _carver(world)
 
     def _receives(self, messages) -> None:
         """The region and its persistent receives, with the layout of what is copied
@@ -278,10 +281,12 @@ class _Express:
             for offset, view in packed:
                 buffer[offset: offset + view.nbytes] = view
         world.begin(self.call, None, fields, 0, speculative=True, bundle=self.bundle)
-        requests = list(self.started)
+        requests = self.started
         if self.bundle is None and requests:
             self.start_all(requests)
-        take, held = _carver(world).take, []
+        take, held = self.carver.take, []
+        if self.posts or self.sends:
+            requests = list(requests)
         for peer, nbytes, layout in self.posts:
             buffer, address = take(nbytes)
             requests.append(comm.Irecv(buffer, peer, tag))

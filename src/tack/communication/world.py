@@ -213,9 +213,7 @@ class World:
         if pair is not self._written:
             self._vector[_SLOTS + 3:] = tail
             self._written = pair
-        size = self.size
-        self._expect = [0, 0, size if speculative else 0, size, size * call,
-                        size * call * call] + expect
+        self._expect = (call, speculative, expect)
         if self._persistent is not None:
             if bundle is None:
                 self._persistent.Start()
@@ -247,12 +245,14 @@ class World:
             total = self._total.tolist()
         else:
             total = self._sum(self._vector).tolist()
-        expect, self._expect = self._expect, None
-        speculated = total[2]
-        if total[0] == 0 and speculated == expect[2] and total[3:] == expect[3:]:
+        call, speculative, expect = self._expect
+        size, speculated = self.size, total[2]
+        if total[0] == 0 and speculated == (size if speculative else 0) and \
+                total[_SLOTS] == size and total[_SLOTS + 1] == size * call and \
+                total[_SLOTS + 2] == size * call * call and total[_SLOTS + 3:] == expect:
             # The usual answer, every rank gave this vector but for the count:
             # one call, equal fields, no error (what the checks below find).
-            hit = speculated == self.size and total[1] == 0
+            hit = speculated == size and total[1] == 0
             posted, self._posted = self._posted, []
             requests, self._requests = self._requests, []
             if speculated and not hit:
