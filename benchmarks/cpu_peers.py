@@ -327,10 +327,12 @@ def measure_launches(peer, ns, sizes, host) -> dict:
 
 
 BANDWIDTH = ("saxpy", "stencil", "sum")
-# Seconds of sleep before each timed call of the turns: the previous call's
-# framework may leave worker threads spinning (OpenMP's spin-wait, Tack's pool
-# spin), which would slow the next framework's threads on a small machine.
-IDLE = 0.02
+# A turn's warm-up lasts at least this many seconds (and TURN_WARM calls): the
+# previous framework may leave worker threads spinning (OpenMP spin-waits up to
+# about 20 ms, Tack's pool about 1 ms), which would slow this framework's
+# threads on a small machine; after the warm-up they sleep, and this
+# framework's own threads run as they do in a run of calls.
+TURN_WARM_SECONDS = 0.03
 TURN_WARM, TURN_TIMED = 2, 3
 
 
@@ -377,8 +379,9 @@ def bandwidth_setups(peer, ns, host) -> dict:
 def measure_bandwidths(setups: dict, sizes, results: dict) -> None:
     """Run every framework's bandwidth metrics in turns, so that the machine's
     drift hits every framework alike: per round, each framework (the order
-    rotating) makes ``TURN_WARM`` untimed calls, which bring its own arrays
-    back into the caches as a run of calls would have them, then
+    rotating) makes untimed calls for ``TURN_WARM_SECONDS`` (at least
+    ``TURN_WARM``), which bring its own arrays back into the caches and its
+    threads back to work as a run of calls would have them, then
     ``TURN_TIMED`` timed ones, whose median is the round's sample. Stores each
     framework's median over rounds in GB/s, and for Tack the median over rounds
     of its throughput ratio to each peer within the round."""
@@ -396,10 +399,10 @@ def measure_bandwidths(setups: dict, sizes, results: dict) -> None:
         seconds = {n: [] for n in order}
         for r in range(sizes["repeats"]):
             for n in order[r % len(order):] + order[:r % len(order)]:
-                time.sleep(IDLE)
-                call = calls[n][0]
-                for _ in range(TURN_WARM):
+                call, warm, until = calls[n][0], 0, time.perf_counter() + TURN_WARM_SECONDS
+                while warm < TURN_WARM or time.perf_counter() < until:
                     call()
+                    warm += 1
                 turn = []
                 for _ in range(TURN_TIMED):
                     start = time.perf_counter()

@@ -28,6 +28,10 @@ import weakref
 from . import jit
 
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98}
+# A spinning thread yields its CPU every this many pause iterations (a power of
+# two), so that a thread the scheduler put on the same CPU (a worker woken onto
+# its caller's CPU after an idle spell) runs instead of waiting out the spin.
+YIELD_EVERY = 64
 
 # struct Pool (offsets in bytes): all i32 fields are futex or flag words.
 _POOL_IR = r"""
@@ -37,6 +41,7 @@ _POOL_IR = r"""
 %Worker = type { %Pool*, i64, i32 }  ; pool, index, generation seen at start
 
 declare i64 @syscall(i64, ...)
+declare i32 @sched_yield()
 
 define internal void @relax() {
   PAUSE
@@ -90,7 +95,7 @@ entry:
   %spin = load i32, i32* %spinp
   br label %spinning
 spinning:
-  %i = phi i32 [0, %entry], [%i2, %again], [%spin, %woken]
+  %i = phi i32 [0, %entry], [%i2, %again], [%i2, %yield], [%spin, %woken]
   %now = load atomic i32, i32* %word acquire, align 4
   %changed = icmp ne i32 %now, %seen
   br i1 %changed, label %done, label %check
@@ -100,6 +105,11 @@ check:
 again:
   call void @relax()
   %i2 = add i32 %i, 1
+  %low = and i32 %i2, YIELD_MASK
+  %turn = icmp eq i32 %low, 0
+  br i1 %turn, label %yield, label %spinning
+yield:
+  call i32 @sched_yield()
   br label %spinning
 sleep:
   atomicrmw add i32* %sleepers, i32 1 seq_cst
@@ -247,7 +257,7 @@ def _functions():
                 pause = ("call void @llvm.x86.sse2.pause()" if machine == "x86_64"
                          else "call void asm sideeffect \"yield\", \"\"()")
                 text = _POOL_IR.replace("SYS_FUTEX", str(_SYS_FUTEX[machine]))
-                text = text.replace("PAUSE", pause)
+                text = text.replace("PAUSE", pause).replace("YIELD_MASK", str(YIELD_EVERY - 1))
                 if machine == "x86_64":
                     text += "\ndeclare void @llvm.x86.sse2.pause()\n"
                 obj = jit.compile_object(text)
