@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 
 import numpy as np
 
@@ -39,9 +40,11 @@ class Array:
         self._device = device
         self._writable = writable
         self._size = math.prod(shape)
-        # What a kernel call's signature needs, computed once.
+        # What a kernel call's signature needs, computed once, as a small int
+        # (a warm call hashes the signature: ints hash at once, tuples do not).
         aligned = self._ptr % self._scalar.itemsize == 0  # atomics: natural alignment
-        self._sig = (dtype, len(shape), device.backend.memory_domain, writable, aligned)
+        self._sig = _sig_number((dtype, len(shape), device.backend.memory_domain,
+                                 writable, aligned))
         self._lo = self._ptr
         self._hi = self._ptr + self._size * dtype.itemsize
 
@@ -56,8 +59,9 @@ class Array:
         new._storage, new._device = self._storage, self._device
         new._writable, new._size = self._writable, self._size
         sig = self._sig
-        if (address % self._scalar.itemsize == 0) is not sig[4]:
-            sig = sig[:4] + (not sig[4],)
+        described = _SIG_TUPLES[sig]
+        if (address % self._scalar.itemsize == 0) is not described[4]:
+            sig = _sig_number(described[:4] + (not described[4],))
         new._sig = sig
         new._lo, new._hi = address, address + (self._hi - self._lo)
         return new
@@ -343,6 +347,23 @@ class Array:
 
 
 FILL_KERNEL_BYTES = 256 * 1024
+
+# Array signatures (element type, ndim, memory domain, writable, aligned), each
+# numbered once: ``Array._sig`` is the number.
+_SIG_NUMBERS: dict = {}
+_SIG_TUPLES: list = []
+_SIG_LOCK = threading.Lock()
+
+
+def _sig_number(described: tuple) -> int:
+    number = _SIG_NUMBERS.get(described)
+    if number is None:
+        with _SIG_LOCK:
+            number = _SIG_NUMBERS.get(described)
+            if number is None:
+                number = _SIG_NUMBERS[described] = len(_SIG_TUPLES)
+                _SIG_TUPLES.append(described)
+    return number
 
 
 def _components(value, dtype, operation: str) -> np.ndarray:
