@@ -30,7 +30,7 @@ from ..runtime.host_ops import copyto
 from . import kernels, transport
 from .errors import (fault, require_array, require_dict, require_every_local,
                      require_gid, require_on_device)
-from .world import _EMPTY, plan_tag, wait_all
+from .world import _EMPTY, plan_tag, start_all, wait_all
 
 CALL = "Plan()"
 RUN = "Plan.run()"
@@ -107,6 +107,7 @@ class Plan:
         views, error = fault(self._views, values)
         dtype = None if error or views is None else self._dtype
         fields = [(self.id, ValueError, _THE_PLAN), (dtype, TypeError, _THE_TYPE)]
+        key = (RUN, self.id, dtype)         # names the fields' values for World.begin
         state = self._state
         if state is not None and world.overlaps:
             ready = error is None and state.type_name == dtype
@@ -114,7 +115,7 @@ class Plan:
             if bundle is not None:          # the sends start with the agreement
                 state.gather(views)
             world.begin(RUN, error, fields, count=int(not ready), speculative=True,
-                        bundle=bundle)
+                        bundle=bundle, key=key)
             state.start(views if ready else None, speculative=True,
                         started=bundle is not None)
             if world.finish()[1]:
@@ -143,9 +144,12 @@ class Plan:
         come back."""
         blocks = self.blocks
         last = getattr(self, "_last", None)
-        if last is not None and isinstance(values, dict) and len(values) == len(last) \
-                and all(values.get(g) is last[g][0] for g in blocks.local):
-            return last
+        if last is not None and type(values) is dict and len(values) == len(last):
+            for g, (given, _, _) in last.items():
+                if values.get(g) is not given:
+                    break
+            else:
+                return last
         require_dict(RUN, "the values", values)
         require_every_local(blocks, RUN, "the values", values)
         views, types = {}, set()
@@ -205,34 +209,41 @@ class _Requests:
                           else None for b, p in recvs]
         self.send_init = [comm.Send_init(b, p, tag) if persistent and b.nbytes < PERSISTENT
                           else None for b, p in sends]
-        made = [r for r in self.recv_init + self.send_init if r is not None]
+        self.recv_made, self.recv_posts, self.recv_told = self._split(self.recv_init,
+                                                                      recvs, 0)
+        self.send_made, self.send_posts, self.send_told = self._split(self.send_init,
+                                                                      sends, 1)
+        made = self.both = self.recv_made + self.send_made
         agreement = world.agreement_request
         # What World.begin starts with the agreement (see there).
         self.bundle = [agreement] + made if agreement is not None and made else None
         self.pending = self.sent = ()
 
-    def _start(self, made, pairs, post, spec_post, kind, speculative, started) -> list:
-        """Start (unless ``started``) or post each message's request, in message
-        order (several messages to one peer pair up in the order they are
-        posted)."""
-        requests, told = [], []
-        post = spec_post if speculative else post
-        for request, (buffer, peer) in zip(made, pairs):
-            if request is None:
-                requests.append(post(buffer, peer, self.tag))
-            else:
-                if not started:
-                    request.Start()
-                requests.append(request)
-                told.append((kind, peer, self.tag, buffer.nbytes))
+    def _split(self, made, pairs, kind) -> tuple:
+        """``(persistent requests, (buffer, peer) posted per run, what the world is
+        told of the persistent ones)``."""
+        return ([r for r in made if r is not None],
+                [pair for r, pair in zip(made, pairs) if r is None],
+                [(kind, p, self.tag, b.nbytes) for r, (b, p) in zip(made, pairs)
+                 if r is not None])
+
+    def _start(self, made, posts, told, post, spec_post, speculative, started) -> list:
+        """Start the persistent requests (unless ``started``) and post the others.
+        Each peer has one message each way, so their order does not matter."""
+        if made and not started:
+            start_all(made)
+        requests = made
+        if posts:
+            post = spec_post if speculative else post
+            requests = made + [post(buffer, peer, self.tag) for buffer, peer in posts]
         if speculative and told:
-            self.world.spec_started([r for r in made if r is not None], told)
+            self.world.spec_started(made, told)
         return requests
 
     def start_receives(self, speculative: bool, started: bool = False) -> None:
         world = self.world
-        self.pending = self._start(self.recv_init, self.recvs, world.irecv,
-                                   world.spec_irecv, 0, speculative, started)
+        self.pending = self._start(self.recv_made, self.recv_posts, self.recv_told,
+                                   world.irecv, world.spec_irecv, speculative, started)
 
     def start_sends(self, speculative: bool, empty: bool = False,
                     started: bool = False) -> None:
@@ -241,8 +252,8 @@ class _Requests:
         if empty:
             self.sent = [world.spec_isend(_EMPTY, p, self.tag) for _, p in self.sends]
             return
-        self.sent = self._start(self.send_init, self.sends, world.isend, world.spec_isend,
-                                1, speculative, started)
+        self.sent = self._start(self.send_made, self.send_posts, self.send_told,
+                                world.isend, world.spec_isend, speculative, started)
 
     def wait_receives(self) -> None:
         wait_all(self.pending)
@@ -250,13 +261,21 @@ class _Requests:
     def wait_sends(self) -> None:
         wait_all(self.sent)
 
+    def wait(self) -> None:
+        """Complete the receives and the sends."""
+        if self.pending is self.recv_made and self.sent is self.send_made:
+            wait_all(self.both)     # persistent requests only: one call
+        else:
+            wait_all(self.pending)
+            wait_all(self.sent)
+
     def free(self) -> None:
         for request in self.recv_init + self.send_init:
             if request is not None and hasattr(request, "Free"):
                 request.Free()
         self.recv_init = [None] * len(self.recvs)
         self.send_init = [None] * len(self.sends)
-        self.bundle = None
+        self.recv_made, self.send_made, self.bundle = [], [], None
 
 
 class _State:
@@ -309,10 +328,9 @@ class _State:
         """Write the local copies and the received elements; wait for the sends."""
         for _, d, _, index, data in self.local:
             _put(views[d][1], index, data)
-        self.requests.wait_receives()
+        self.requests.wait()
         for g, index, data in self.scatters:
             _put(views[g][1], index, data)
-        self.requests.wait_sends()
 
     def free(self) -> None:
         self.requests.free()

@@ -183,7 +183,7 @@ class World:
         return self.finish()[0]
 
     def begin(self, operation: str, error=None, fields=(), count: int = 0,
-              speculative: bool = False, bundle=None) -> None:
+              speculative: bool = False, bundle=None, key=None) -> None:
         """Post the agreement of :meth:`agree` without waiting for it.
 
         Between ``begin`` and :meth:`finish` a speculating call (``speculative``,
@@ -194,7 +194,8 @@ class World:
         ``bundle``: a list that starts with :attr:`agreement_request` and goes on
         with the call's persistent speculative requests, all started at once
         (where the agreement is persistent); the call tells them with
-        :meth:`spec_started`.
+        :meth:`spec_started`. ``key``: a hashable value that names ``operation``
+        and the fields' values (equal keys, equal values), saving their lookup.
         """
         if self._freed:
             self.require_open(operation)
@@ -203,7 +204,7 @@ class World:
         if self.size == 1:
             return
         call = self._calls % (_FIELD - 1) + 1
-        tail, expect = pair = self._tail(operation, fields)
+        tail, expect = pair = self._tail(operation, fields, key)
         slots = self._slots
         slots[0] = 1 if error is not None else 0
         slots[1] = count
@@ -331,13 +332,14 @@ class World:
                     requests.append(self._comm.Isend(_EMPTY, peer, tag))
         wait_all(requests)
 
-    def _tail(self, operation: str, fields) -> tuple:
+    def _tail(self, operation: str, fields, key=None) -> tuple:
         """The vector's slots after the call counter's: the operation's and the
         fields' codes, zero-padded, and their sums when every rank gives the same
         (kept for the operations and values seen)."""
         try:
-            key = (operation,) + tuple([(type(v), v) for v, _, _ in fields]) if fields \
-                else operation
+            if key is None:
+                key = (operation,) + tuple([(type(v), v) for v, _, _ in fields]) \
+                    if fields else operation
             tail = self._tails.get(key)
         except TypeError:              # a value that cannot be a key
             key, tail = None, None
