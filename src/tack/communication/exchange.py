@@ -19,20 +19,15 @@ instead, and the call falls back to the steps above after the drain.
 
 from __future__ import annotations
 
-import functools
-import math
 import weakref
 
 from .. import types as T
-from ..runtime.backend import Backend
-from ..runtime.buffers import ExternalBuffer
-from . import transport
+from . import pairs, transport
 from .errors import fault, require_dict, require_gid, require_named_arrays
-from .world import _EMPTY, channel_tag, start_all, wait_all
+from .express import Express
+from .world import _EMPTY, channel_tag, wait_all
 
 CALL = "Blocks.exchange()"
-LARGE = 1 << 16     # arrays from this size on travel in messages of their own
-COPIED = 1 << 14    # the most bytes a repeated call receives by copying (_Express)
 
 
 class _Channel:
@@ -162,7 +157,7 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
         channel.out = headers
         if repeat is not None:      # other ranks' messages changed: a new layout
             repeat.drop_express()
-        channel.sizes = {r: _message_sizes(h, world.gpu_aware)
+        channel.sizes = {r: pairs.message_sizes(h, world.gpu_aware)
                          for r, h in headers.items() if r != world.rank}
     if repeat is None:
         channel.remember(_Repeat(messages, outgoing))
@@ -170,199 +165,14 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
     return _assemble(blocks, outgoing.get(world.rank, []), received)
 
 
-class _Express:
-    """The hot path of a repeated call, laid out once. A call then packs,
-    starts, agrees, waits and hands out arrays (made from templates) without
-    re-deriving anything. Host-staged transport only, with every array
-    readable, and every destination device addressing, host memory.
-
-    Where the communicator makes persistent requests, the small messages (each
-    under ``transport.PERSISTENT`` bytes, received together in at most
-    ``COPIED`` bytes) travel by persistent requests started in one call with
-    the agreement: they are received into a region of the express's own and
-    copied out to a new buffer, which is cheaper than posting receives. Other
-    messages are posted per call, received into new buffers.
-    """
-
-    def __init__(self, blocks, channel, repeat, plans):
-        world = blocks.world
-        self.blocks, self.world = blocks, world
-        self.call, self.tag = channel.call, channel.tag
-        self.backends = [b for b in {id(b): b for b in (blocks.device(g).backend
-                                                         for g in blocks.local)}.values()
-                         if type(b).synchronize is not Backend.synchronize]  # queues
-        self.local, self.empties, entries, messages = [], [], [], []
-        for header, j in repeat.template.get(world.rank, ()):
-            if j is not None:
-                self.local.append((len(entries), blocks.device(header[1]), j))
-            entries.append(header)
-        for peer, headers, _ in channel.receiving:
-            items, packed, total, large = pair_layout(headers)
-            layouts = ([(total, packed)] if packed else []) + \
-                [(items[i][2], ((i, 0),)) for i in large]
-            for nbytes, places in layouts:
-                messages.append((peer, nbytes, [
-                    (len(entries) + i, offset, items[i][2],
-                     _template(blocks, headers[i], items[i])) for i, offset in places]))
-            for i, item in enumerate(items):
-                if item is not None and not item[2]:
-                    self.empties.append((len(entries) + i,
-                                         _template(blocks, headers[i], item)))
-            entries.extend(headers)
-        self.slots = len(entries)
-        self.shape = _result_shape(blocks, entries)
-        self.posted = [(0, peer, self.tag, 0) for peer, _, _ in messages]
-        self._receives(messages)
-        self._sends(plans)
-        agreement = world.agreement_request
-        self.bundle = None if agreement is None else [agreement] + self.started
-        self.start_all = getattr(type(self.started[0]), "Startall", start_all) \
-            if self.started else None
-        self.carver = _carver(world)
-
-    def _receives(self, messages) -> None:
-        """The region and its persistent receives, with the layout of what is copied
-        out of it; the receives posted per call."""
-        world = self.world
-        copied = [m for m in messages if m[1] < transport.PERSISTENT]
-        offsets, total = transport.layout([n for _, n, _ in copied])
-        if not (world.persistent and copied and total <= COPIED):
-            copied, total = [], 0
-        self.region, self.region_layout, self.started = None, [], []
-        if copied:
-            self.region = transport.new_buffer(total)
-            for (peer, nbytes, layout), at in zip(copied, offsets):
-                self.started.append(world.comm.Recv_init(
-                    self.region[at: at + nbytes], peer, self.tag))
-                self.region_layout.extend((slot, at + offset, n, template)
-                                          for slot, offset, n, template in layout)
-        taken = {id(m) for m in copied}
-        self.posts = [m for m in messages if id(m) not in taken]
-
-    def _sends(self, plans) -> None:
-        """Per message: a persistent request (appended to ``started``), or
-        ``(buffer, peer)`` sent per call; the packing of the peers that send
-        several small arrays."""
-        world, comm = self.world, self.world.comm
-        self.packs, self.sends = [], []
-        for peer, packed, total, single in plans:
-            messages = list(single)
-            if packed:
-                buffer = transport.new_buffer(total)
-                self.packs.append((buffer, packed))
-                messages.insert(0, buffer)
-            for buffer in messages:
-                self.posted.append((1, peer, self.tag, buffer.nbytes))
-                if world.persistent and buffer.nbytes < transport.PERSISTENT:
-                    self.started.append(comm.Send_init(buffer, peer, self.tag))
-                else:
-                    self.sends.append((buffer, peer))
-
-    @classmethod
-    def make(cls, blocks, channel, repeat, outgoing):
-        """The layout, or False where the hot path does not apply."""
-        world = blocks.world
-        if world.gpu_aware or not all(transport.addresses_host(blocks.device(g))
-                                      for g in blocks.local):
-            return False
-        plans = repeat.sends
-        if plans is None:
-            plans = repeat.sends = _send_plans(world, outgoing)
-        return plans is not False and cls(blocks, channel, repeat, plans)
-
-    def run(self, fields, sent) -> tuple:
-        """``(0, result)``, or ``(sum of changed, None)`` when some rank did not
-        repeat its call (every speculative message is complete then). ``sent``:
-        the call's arrays, as ``_Repeat.match`` found them."""
-        world, tag, comm = self.world, self.tag, self.world.comm
-        for backend in self.backends:       # launches that write the sent arrays
-            backend.synchronize()
-        for buffer, packed in self.packs:
-            for offset, view in packed:
-                buffer[offset: offset + view.nbytes] = view
-        world.begin(self.call, None, fields, 0, speculative=True, bundle=self.bundle)
-        requests = self.started
-        if self.bundle is None and requests:
-            self.start_all(requests)
-        take, held = self.carver.take, []
-        if self.posts or self.sends:
-            requests = list(requests)
-        for peer, nbytes, layout in self.posts:
-            buffer, address = take(nbytes)
-            requests.append(comm.Irecv(buffer, peer, tag))
-            held.append((buffer, address, layout))
-        for buffer, peer in self.sends:
-            requests.append(comm.Isend(buffer, peer, tag))
-        world.spec_started(requests, self.posted)
-        total, hit = world.finish()
-        if not hit:
-            return total, None
-        wait_all(requests)
-        if self.region is not None:
-            buffer, address = take(self.region.nbytes)
-            buffer[:] = self.region
-            held.append((buffer, address, self.region_layout))
-        got = [None] * self.slots
-        for buffer, address, layout in held:
-            for slot, offset, nbytes, template in layout:
-                at = address + offset
-                got[slot] = template.rebased(ExternalBuffer(at, nbytes, buffer), at)
-        for slot, template in self.empties:
-            got[slot] = template.rebased(ExternalBuffer(0, 0, _EMPTY), 0)
-        for slot, device, j in self.local:
-            array = sent[j]
-            got[slot] = array if array.device is device else array.to_device(device)
-        result = {}
-        for dst, per_src in self.shape:
-            result[dst] = to_dst = {}
-            for src, names in per_src:
-                to_dst[src] = message = {}
-                for name, k in names:
-                    message[name] = got[k]
-        return 0, result
-
-    def free(self) -> None:
-        """Release the persistent requests."""
-        started, self.started, self.bundle = self.started, [], None
-        for request in started:
-            request.Free()
-
-
-def _result_shape(blocks, entries) -> list:
-    """``[(destination, [(source, [(name, slot)])])]``: the result of a call whose
-    messages' headers are ``entries`` (slot k holds entry k's array), in the
-    order ``_assemble`` makes it."""
-    shape = {gid: {} for gid in blocks.local}
-    for k in sorted(range(len(entries)), key=lambda k: entries[k][0]):
-        src, dst, name, _, _ = entries[k]
-        names = shape[dst].setdefault(src, [])
-        if name is not None:
-            names.append((name, k))
-    return [(dst, list(per_src.items())) for dst, per_src in shape.items()]
-
-
 def _express_for(blocks, channel, repeat, arrays):
-    """The repeat's hot path, made at its first use (False where it has none)."""
+    """The repeat's express path, made at its first use (False where it has none)."""
     express = repeat.express
     if express is None or (express and express.blocks is not blocks):
         repeat.drop_express()
-        express = repeat.express = _Express.make(blocks, channel, repeat,
-                                                 repeat.outgoing(arrays))
+        express = repeat.express = Express.make(blocks, channel, repeat,
+                                                repeat.outgoing(arrays))
     return express
-
-
-def _template(blocks, header, item):
-    """An array of a received message's type, shape and device, for
-    ``Array.rebased``; its storage is a placeholder, never read."""
-    dtype, shape, _ = item
-    return transport.wrap(_EMPTY, 0, dtype, shape, blocks.device(header[1]), 0)
-
-
-def _carver(world):
-    carver = world.cache.get("carver")
-    if carver is None:
-        carver = world.cache["carver"] = transport.Carver()
-    return carver
 
 
 def _outgoing(blocks, messages) -> dict:
@@ -444,7 +254,7 @@ def _transfer(blocks, outgoing: dict, channel) -> list:
 
 def _receive_plan(world, incoming: list) -> list:
     """``(peer, headers, message sizes)`` per other rank that sends here."""
-    return [(peer, headers, _message_sizes(headers, world.gpu_aware))
+    return [(peer, headers, pairs.message_sizes(headers, world.gpu_aware))
             for peer, headers in enumerate(incoming) if peer != world.rank and headers]
 
 
@@ -474,7 +284,7 @@ def _sends(world, outgoing: dict, direct: bool) -> list:
             out.append((peer, [transport.for_mpi(a) for _, a in items
                                if a is not None and a.nbytes]))
         else:
-            out.append((peer, _send_staged(items, _staging(world), peer)))
+            out.append((peer, pairs.send_staged(items, pairs.staging(world), peer)))
     return out
 
 
@@ -483,13 +293,13 @@ def _repeat_sends(world, repeat, outgoing) -> list:
     repeat, sent as they are or packed into the staging buffer."""
     plans = repeat.sends
     if plans is None:
-        plans = repeat.sends = _send_plans(world, outgoing)
+        plans = repeat.sends = pairs.send_plans(world, outgoing)
     if plans is False:                  # an array the host cannot read
         return _sends(world, outgoing, False)
     out = []
     for peer, packed, total, single in plans:
         if packed:
-            buffer = _staging(world).get(peer, total)
+            buffer = pairs.staging(world).get(peer, total)
             for offset, view in packed:
                 buffer[offset: offset + view.nbytes] = view
             out.append((peer, [buffer] + single))
@@ -498,116 +308,12 @@ def _repeat_sends(world, repeat, outgoing) -> list:
     return out
 
 
-def _send_plans(world, outgoing):
-    """Per peer ``(peer, [(offset, view)] to pack, packed bytes, [views sent as
-    they are])``, or False where an array has no host view."""
-    plans = []
-    for peer, items in outgoing.items():
-        if peer == world.rank:
-            continue
-        _, packed, total, large = pair_layout(tuple(h for h, _ in items))
-        views = {}
-        for i in [i for i, _ in packed] + list(large):
-            view = transport.host_view(items[i][1])
-            if view is None:
-                return False
-            views[i] = view.reshape(-1).view("u1")
-        single = [views[i] for i in large]
-        if len(packed) == 1:
-            plans.append((peer, (), 0, [views[packed[0][0]]] + single))
-        else:
-            plans.append((peer, [(offset, views[i]) for i, offset in packed], total,
-                          single))
-    return plans
-
-
-def _staging(world):
-    staging = world.cache.get("staging")
-    if staging is None:
-        staging = world.cache["staging"] = transport.Staging()
-    return staging
-
-
 def _received(blocks, posts, direct) -> list:
     """``(header, array)`` of every message posted (read only after the wait)."""
     if direct:
         return [pair for _, headers, arrays, _ in posts for pair in zip(headers, arrays)]
     return [pair for _, headers, held, _ in posts
-            for pair in _wrap_staged(blocks, headers, held)]
-
-
-def _message_sizes(headers: tuple, direct: bool) -> list:
-    """The bytes of each message of one rank pair, in message order."""
-    items, packed, total, large = pair_layout(headers)
-    if direct:
-        return [item[2] for item in items if item is not None and item[2]]
-    return ([total] if packed else []) + [items[i][2] for i in large]
-
-
-@functools.lru_cache(maxsize=512)
-def pair_layout(headers: tuple) -> tuple:
-    """How one rank pair's arrays travel, from their headers: arrays under
-    ``LARGE`` bytes packed into one message at aligned offsets, each larger one
-    in a message of its own, after the packed one.
-
-    Returns:
-        ``(items, packed, packed bytes, large)``: per header ``(dtype, shape,
-        bytes)`` or None for an empty message; ``(index, offset)`` of the packed
-        arrays; the indices of the large ones.
-    """
-    items, packed, large, offset = [], [], [], 0
-    for i, (_, _, name, dtype, shape) in enumerate(headers):
-        if name is None:
-            items.append(None)
-            continue
-        dt = T.from_type_name(dtype)
-        nbytes = math.prod(shape) * dt.itemsize
-        items.append((dt, shape, nbytes))
-        if nbytes >= LARGE:
-            large.append(i)
-        elif nbytes:
-            packed.append((i, offset))
-            offset += transport.aligned(nbytes)
-    return tuple(items), tuple(packed), offset, tuple(large)
-
-
-def _send_staged(items, staging, peer) -> list:
-    """The host buffers that carry one pair's arrays, in message order."""
-    items_layout, packed, total, large = pair_layout(tuple(h for h, _ in items))
-    buffers = []
-    if len(packed) == 1:
-        buffers.append(transport.host_bytes(items[packed[0][0]][1]))
-    elif packed:
-        buffer = staging.get(peer, total)
-        for i, offset in packed:
-            values = transport.host_bytes(items[i][1])
-            buffer[offset: offset + values.nbytes] = values
-        buffers.append(buffer)
-    buffers.extend(transport.host_bytes(items[i][1]) for i in large)
-    return buffers
-
-
-def _wrap_staged(blocks, headers, held) -> list:
-    """``(header, array)`` for one pair: arrays that wrap the receive buffers, given
-    as ``(buffer, address)`` (they are read only after the wait)."""
-    items, packed, _, large = pair_layout(headers)
-    arrays = [None] * len(headers)
-    rest = iter(held)
-    wrap = transport.wrap
-    if packed:
-        buffer, address = next(rest)
-        for i, offset in packed:
-            dtype, shape, _ = items[i]
-            arrays[i] = wrap(buffer, offset, dtype, shape, blocks.device(headers[i][1]),
-                             address)
-    for i, (buffer, address) in zip(large, rest):
-        dtype, shape, _ = items[i]
-        arrays[i] = wrap(buffer, 0, dtype, shape, blocks.device(headers[i][1]), address)
-    for i, item in enumerate(items):
-        if item is not None and arrays[i] is None:     # zero bytes: nothing travels
-            dtype, shape, _ = item
-            arrays[i] = wrap(_EMPTY, 0, dtype, shape, blocks.device(headers[i][1]), 0)
-    return list(zip(headers, arrays))
+            for pair in pairs.wrap_staged(blocks, headers, held)]
 
 
 def _receive_direct(blocks, header):
