@@ -125,7 +125,9 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
     arrays = None if error or repeat is None else repeat.match(messages)
     if arrays is not None:          # the headers are channel.out's
         if channel.hot and world.overlaps:
-            express = _express_for(blocks, channel, repeat, arrays)
+            express = repeat.express
+            if express is None or (express and express.blocks is not blocks):
+                express = _express_for(blocks, channel, repeat, arrays)
             if express:
                 total, result = express.run(fields, arrays)
                 if result is not None:
@@ -166,13 +168,10 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
 
 
 def _express_for(blocks, channel, repeat, arrays):
-    """The repeat's express path, made at its first use (False where it has none)."""
-    express = repeat.express
-    if express is None or (express and express.blocks is not blocks):
-        repeat.drop_express()
-        express = repeat.express = Express.make(blocks, channel, repeat,
-                                                repeat.outgoing(arrays))
-    return express
+    """A new express path for the repeat (False where it has none)."""
+    repeat.drop_express()
+    repeat.express = Express.make(blocks, channel, repeat, repeat.outgoing(arrays))
+    return repeat.express
 
 
 def _outgoing(blocks, messages) -> dict:

@@ -23,7 +23,6 @@ are posted per call, received into new buffers.
 from __future__ import annotations
 
 from ..runtime.backend import Backend
-from ..runtime.buffers import ExternalBuffer
 from . import pairs, transport
 from .world import _EMPTY, start_all, wait_all
 
@@ -157,9 +156,9 @@ class Express:
             body += [f"region, at = take({self.region.nbytes})", "region[:] = REGION"]
             held.append(("region", "at", self.region_layout))
         for buffer, at, layout in held:
-            body += [f"x{slot} = T{slot}.rebased(EB({at} + {offset}, {n}, {buffer}), "
-                     f"{at} + {offset})" for slot, offset, n, _ in layout]
-        body += [f"x{slot} = T{slot}.rebased(EB(0, 0, EMPTY), 0)"
+            body += [f"x{slot} = T{slot}.rebased_external({at} + {offset}, {n}, {buffer})"
+                     for slot, offset, n, _ in layout]
+        body += [f"x{slot} = T{slot}.rebased_external(0, 0, EMPTY)"
                  for slot, _ in self.empties]
         for slot, _, j in self.local:
             body += [f"a = sent[{j}]",
@@ -187,7 +186,7 @@ class Express:
         scope = self._scope
         scope.update(CALL=self.call, TAG=self.tag, BUNDLE=self.bundle,
                      STARTED=self.started, POSTED=self.posted, REGION=self.region,
-                     EB=ExternalBuffer, EMPTY=_EMPTY, begin=world.begin,
+                     EMPTY=_EMPTY, begin=world.begin,
                      finish=world.finish, spec_started=world.spec_started,
                      take=pairs.carver(world).take, irecv=comm.Irecv, isend=comm.Isend,
                      wait_all=wait_all, start_all=getattr(

@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from .. import types as T
+from .buffers import ExternalBuffer
 
 
 class Array:
@@ -65,6 +66,11 @@ class Array:
         new._sig = sig
         new._lo, new._hi = address, address + (self._hi - self._lo)
         return new
+
+    def rebased_external(self, address: int, nbytes: int, owner) -> "Array":
+        """``rebased`` over host memory at ``address`` that ``owner`` keeps alive
+        (an ``ExternalBuffer`` of ``nbytes``)."""
+        return self.rebased(ExternalBuffer(address, nbytes, owner), address)
 
     # -- metadata -------------------------------------------------------------
     @property
