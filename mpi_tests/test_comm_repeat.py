@@ -70,28 +70,58 @@ def check(blocks, got, step, changed):
                                               f"step {step}: {s}->{dst} {n}")
 
 
-def test_exchange_repeats_then_changes(comm, rng):
-    size = comm.Get_size()
-    for gpu_aware in (False, True):
-        blocks, world = blocks_for(comm, [1 + r % 2 for r in range(size)],
-                                   tack.World(comm, gpu_aware=gpu_aware))
-        last = blocks.rank_of(blocks.count - 1)
-        messages = build(blocks, 0, lambda s: False)
-        for step in range(14):
-            # steps 5-7: the last rank alone changes its pattern (new arrays at 5
-            # and 6, the same ones at 7, while the other ranks repeat theirs, so
-            # what they receive changes under a repeated call); 9-10: new array
-            # objects with the same headers; else the same arrays, new contents
-            odd = 5 <= step <= 7
+class Hiding:
+    """A communicator without some of mpi4py's optional methods (an MPI 3
+    library has no ``Allreduce_init``; a bare one no persistent requests)."""
 
-            def changed(s):
-                return odd and blocks.rank_of(s) == last
-            if step in (8, 9, 10) or (step in (5, 6) and comm.Get_rank() == last):
-                messages = build(blocks, step, changed)
-            else:
-                refresh(messages, step)
-            check(blocks, blocks.exchange(messages), step, changed)
-        world.free()
+    def __init__(self, comm, hidden):
+        self._comm, self._hidden = comm, hidden
+
+    def __getattr__(self, name):
+        if name in self._hidden:
+            raise AttributeError(name)
+        return getattr(self._comm, name)
+
+    def Dup(self):
+        return Hiding(self._comm.Dup(), self._hidden)
+
+
+def test_exchange_repeats_then_changes(comm, rng):
+    for gpu_aware in (False, True):
+        repeats_then_changes(comm, tack.World(comm, gpu_aware=gpu_aware))
+
+
+def test_exchange_repeats_without_persistent_collectives(comm, rng):
+    """The express path starts its persistent messages itself, apart from the
+    agreement (an Iallreduce), or posts every message (no persistent requests)."""
+    for hidden in ({"Allreduce_init"}, {"Allreduce_init", "Send_init", "Recv_init"}):
+        world = tack.World(Hiding(comm, hidden))
+        assert world.agreement_request is None
+        assert world.persistent == ("Send_init" not in hidden)
+        repeats_then_changes(comm, world)
+
+
+def repeats_then_changes(comm, world):
+    """Repeats, then changes on one rank; every call's result is checked."""
+    size = comm.Get_size()
+    blocks, world = blocks_for(comm, [1 + r % 2 for r in range(size)], world)
+    last = blocks.rank_of(blocks.count - 1)
+    messages = build(blocks, 0, lambda s: False)
+    for step in range(14):
+        # steps 5-7: the last rank alone changes its pattern (new arrays at 5
+        # and 6, the same ones at 7, while the other ranks repeat theirs, so
+        # what they receive changes under a repeated call); 9-10: new array
+        # objects with the same headers; else the same arrays, new contents
+        odd = 5 <= step <= 7
+
+        def changed(s):
+            return odd and blocks.rank_of(s) == last
+        if step in (8, 9, 10) or (step in (5, 6) and comm.Get_rank() == last):
+            messages = build(blocks, step, changed)
+        else:
+            refresh(messages, step)
+        check(blocks, blocks.exchange(messages), step, changed)
+    world.free()
 
 
 def test_exchange_error_on_one_rank_after_repeats(comm, rng):
