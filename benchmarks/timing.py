@@ -20,3 +20,30 @@ def per_call(run, sync, calls: int, repeats: int, warm: bool = True) -> float:
         sync()
         times.append((time.perf_counter() - start) / calls)
     return statistics.median(times)
+
+
+def in_turns(contenders: dict, calls: int, rounds: int) -> dict:
+    """Seconds per call of each of ``contenders`` (``{name: (run, sync)}``),
+    measured in turns: every round runs one batch of ``calls`` calls of each (a
+    warm-up call and its ``sync`` first), the order rotating, so that a machine
+    whose speed drifts between batches treats them alike. Returns
+    ``{name: [seconds per call, per round]}``, rounds aligned."""
+    names = list(contenders)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            run, sync = contenders[name]
+            run()
+            sync()
+            start = time.perf_counter()
+            for _ in range(calls):
+                run()
+            sync()
+            times[name].append((time.perf_counter() - start) / calls)
+    return times
+
+
+def paired(times: dict, name: str, other: str, how) -> float:
+    """The median over rounds of ``how(name's time, other's time)`` (see
+    ``in_turns``)."""
+    return statistics.median(how(a, b) for a, b in zip(times[name], times[other]))
