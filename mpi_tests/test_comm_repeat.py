@@ -279,5 +279,37 @@ def test_plan_large_and_small_messages(comm, rng):
         world.free()
 
 
+def test_exchange_repeats_vector_elements(comm, rng):
+    """Repeated exchanges of vec3 and mat22 arrays (the express path's received
+    arrays are made from templates of those element types), contents written
+    in place between calls."""
+    size = comm.Get_size()
+    blocks, world = blocks_for(comm, [1 + r % 2 for r in range(size)])
+    total = blocks.count
+    messages = {g: {(g + 1) % total: {"v": tack.zeros(5, tack.vec3()),
+                                      "m": tack.zeros(2, tack.mat22(dtype=tack.f64))}}
+                for g in blocks.local}
+
+    def contents(g, step):
+        return (np.arange(15, dtype=np.float32).reshape(5, 3) + 100 * g + step,
+                np.arange(8, dtype=np.float64).reshape(2, 2, 2) - 100 * g - step)
+    for step in range(6):
+        for g, per_dst in messages.items():
+            v, m = contents(g, step)
+            named = per_dst[(g + 1) % total]
+            tack.copyto(named["v"], tack.array(v, dtype=tack.vec3()))
+            tack.copyto(named["m"], tack.array(m, dtype=tack.mat22(dtype=tack.f64)))
+        got = blocks.exchange(messages)
+        for g in blocks.local:
+            src = (g - 1) % total
+            v, m = contents(src, step)
+            arrived = got[g][src]
+            assert arrived["v"].dtype == tack.vec3()
+            assert arrived["m"].dtype == tack.mat22(dtype=tack.f64)
+            np.testing.assert_array_equal(arrived["v"].numpy(), v, f"step {step}")
+            np.testing.assert_array_equal(arrived["m"].numpy(), m, f"step {step}")
+    world.free()
+
+
 if __name__ == "__main__":
     main(globals())
