@@ -14,7 +14,10 @@ speculates (see :mod:`.world`): it posts the receives of the agreed pattern
 and sends its arrays while the agreement's sum travels, and uses them only
 when the sum says every rank did the same with nothing changed or failed.
 A rank whose headers changed, or that found an error, sends empty messages
-instead, and the call falls back to the steps above after the drain.
+instead, and the call falls back to the steps above after the drain. Where
+the call also repeats the previous one's very arrays, host-staged, it takes
+the express path (:mod:`.express`): the same protocol, laid out once and run
+as one generated function.
 """
 
 from __future__ import annotations
