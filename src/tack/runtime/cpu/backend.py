@@ -39,6 +39,11 @@ MIN_FANOUT_SECONDS = 1e-6   # no pool wakes and joins its threads faster than th
 # project's machine they lost 3-5% (streaming.py), so by default no call is
 # large enough.
 NEVER_STREAM = 1 << 62
+# Pause iterations a pool thread spins before it sleeps: about 1.4 ms on this
+# project's VM. A worker that sleeps between launches is woken onto its
+# caller's CPU at times, and left there while both compute (see
+# docs/pipeline.md, "The pools"); one that spins long enough is moved apart.
+POOL_SPIN = 100_000
 
 
 class HostBuffer:
@@ -167,7 +172,7 @@ class CPUBackend(Backend):
 
     def _make_pool(self):
         if self.pool_kind == "native":
-            spin = config.env_int("TACK_CPU_POOL_SPIN", 20000)
+            spin = config.env_int("TACK_CPU_POOL_SPIN", POOL_SPIN)
             return native_pool.NativePool(self.num_threads, max(0, spin))
         return PythonPool(self.num_threads)
 
