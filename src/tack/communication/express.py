@@ -127,7 +127,7 @@ class Express:
                 else:
                     self.sends.append((buffer, peer))
 
-    # -- the generated run ------------------------------------------------------------------
+    # -- the generated run --------------------------------------------------------------
     def _source(self) -> str:
         """The source of ``run(fields, sent)`` (kept as ``source``)."""
         self._scope, body = {}, []
@@ -156,9 +156,9 @@ class Express:
             body += [f"region, at = take({self.region.nbytes})", "region[:] = REGION"]
             held.append(("region", "at", self.region_layout))
         for buffer, at, layout in held:
-            body += [f"x{slot} = T{slot}.rebased_external({at} + {offset}, {n}, {buffer})"
-                     for slot, offset, n, _ in layout]
-        body += [f"x{slot} = T{slot}.rebased_external(0, 0, EMPTY)"
+            body += [f"x{slot} = T{slot}.rebased({at} + {offset}, {buffer})"
+                     for slot, offset, _, _ in layout]
+        body += [f"x{slot} = T{slot}.rebased(0, EMPTY)"
                  for slot, _ in self.empties]
         for slot, _, j in self.local:
             body += [f"a = sent[{j}]",

@@ -128,15 +128,16 @@ def template(blocks, header, item):
 
 def staging(world) -> transport.Staging:
     """The world's send buffers, one per peer rank."""
-    found = world.cache.get("staging")
-    if found is None:
-        found = world.cache["staging"] = transport.Staging()
-    return found
+    return _world_state(world, "staging", transport.Staging)
 
 
 def carver(world) -> transport.Carver:
     """The world's carver of receive buffers for small messages."""
-    found = world.cache.get("carver")
+    return _world_state(world, "carver", transport.Carver)
+
+
+def _world_state(world, key: str, make):
+    found = world.cache.get(key)
     if found is None:
-        found = world.cache["carver"] = transport.Carver()
+        found = world.cache[key] = make()
     return found

@@ -34,7 +34,6 @@ from .world import _EMPTY, plan_tag, start_all, wait_all
 
 CALL = "Plan()"
 RUN = "Plan.run()"
-PERSISTENT = transport.PERSISTENT    # bytes: smaller messages use persistent requests
 _THE_PLAN, _THE_TYPE = f"{RUN}: the plan", f"{RUN}: the element type"
 
 
@@ -197,18 +196,19 @@ class Plan:
 
 class _Requests:
     """Receives and sends of one state: persistent requests where the
-    communicator makes them and the message is under ``PERSISTENT`` bytes (MPICH
-    moves larger ones faster as ``Isend``/``Irecv``), else posted per run;
-    speculative ones are told to the world."""
+    communicator makes them and the message is under ``transport.PERSISTENT``
+    bytes (MPICH moves larger ones faster as ``Isend``/``Irecv``), else posted
+    per run; speculative ones are told to the world."""
 
     def __init__(self, world, tag, recvs, sends):
         self.world, self.tag = world, tag
         self.recvs, self.sends = recvs, sends         # (buffer, peer)
         comm, persistent = world.comm, world.persistent
-        self.recv_init = [comm.Recv_init(b, p, tag) if persistent and b.nbytes < PERSISTENT
-                          else None for b, p in recvs]
-        self.send_init = [comm.Send_init(b, p, tag) if persistent and b.nbytes < PERSISTENT
-                          else None for b, p in sends]
+
+        def small(buffer):
+            return persistent and buffer.nbytes < transport.PERSISTENT
+        self.recv_init = [comm.Recv_init(b, p, tag) if small(b) else None for b, p in recvs]
+        self.send_init = [comm.Send_init(b, p, tag) if small(b) else None for b, p in sends]
         self.recv_made, self.recv_posts, self.recv_told = self._split(self.recv_init,
                                                                       recvs, 0)
         self.send_made, self.send_posts, self.send_told = self._split(self.send_init,

@@ -49,13 +49,14 @@ class Array:
         self._lo = self._ptr
         self._hi = self._ptr + self._size * dtype.itemsize
 
-    def rebased(self, buffer, address: int) -> "Array":
+    def rebased(self, address: int, owner) -> "Array":
         """A new array with this one's shape, type, device and writability over
-        ``buffer`` (storage of the same backend, ``nbytes`` long) at ``address``:
-        for runtime code that hands out many arrays of one layout, without
-        re-deriving what the constructor derives."""
+        host memory at ``address`` that ``owner`` keeps alive: for runtime code
+        that hands out many arrays of one layout (the exchange's express path),
+        without re-deriving what the constructor derives."""
+        nbytes = self._hi - self._lo
         new = Array.__new__(Array)
-        new._buffer, new._ptr = buffer, address
+        new._buffer, new._ptr = ExternalBuffer(address, nbytes, owner), address
         new._shape, new._dtype, new._scalar = self._shape, self._dtype, self._scalar
         new._storage, new._device = self._storage, self._device
         new._writable, new._size = self._writable, self._size
@@ -64,13 +65,8 @@ class Array:
         if (address % self._scalar.itemsize == 0) is not described[4]:
             sig = _sig_number(described[:4] + (not described[4],))
         new._sig = sig
-        new._lo, new._hi = address, address + (self._hi - self._lo)
+        new._lo, new._hi = address, address + nbytes
         return new
-
-    def rebased_external(self, address: int, nbytes: int, owner) -> "Array":
-        """``rebased`` over host memory at ``address`` that ``owner`` keeps alive
-        (an ``ExternalBuffer`` of ``nbytes``)."""
-        return self.rebased(ExternalBuffer(address, nbytes, owner), address)
 
     # -- metadata -------------------------------------------------------------
     @property
