@@ -4,7 +4,9 @@ TACK_CPU_MARGIN=0 makes every launch of two or more rows fan out, so small
 counts exercise the pool; results must never depend on the decision.
 """
 
+import gc
 import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -104,6 +106,38 @@ def test_concurrent_fan_outs_share_the_pool(monkeypatch):
     assert not errors
     for out in outs:
         np.testing.assert_array_equal(out.numpy(), np.arange(50_000))
+
+
+def _os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _fill(dev, n):
+    """A kernel of its own launched on ``dev``: its warm cache, which holds the
+    device, goes with it."""
+    @tack.kernel
+    def fill(out):
+        for i in range(len(out)):
+            out[i] = i
+    out = tack.zeros(n, tack.i64, device=dev)
+    with dev:
+        fill(out)
+    return out.numpy()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_a_dropped_device_joins_its_pool_workers(monkeypatch):
+    # Workers left running on the freed pool state once took whatever Python
+    # wrote there next for a job, and crashed the process at random.
+    gc.collect()
+    before = _os_threads()
+    for threads in (2, 3, 7, 2):
+        dev = _device(monkeypatch, "native", threads)
+        np.testing.assert_array_equal(_fill(dev, 1001), np.arange(1001))
+        assert _os_threads() >= before + threads - 1
+        del dev
+        gc.collect()
+        assert _os_threads() == before
 
 
 _inherited = {}

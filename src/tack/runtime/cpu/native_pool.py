@@ -18,7 +18,6 @@ Linux only (futex); elsewhere ``TACK_CPU_POOL=python`` behaviour is used.
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import os
 import platform
@@ -274,8 +273,31 @@ _libc.pthread_create.argtypes = [ctypes.POINTER(ctypes.c_ulong), ctypes.c_void_p
 _libc.pthread_join.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
 
 
+class _Threads:
+    """The worker threads of one pool: their ids, and the process that made them."""
+
+    def __init__(self):
+        self.tids = []
+        self.pid = os.getpid()
+
+
+def _join(stop, state, args, threads: _Threads) -> None:
+    """Stop and join the workers. It holds the pool's state and the workers'
+    arguments until they are gone: workers left running on freed memory would
+    take whatever Python later writes there for a job."""
+    if not threads.tids or os.getpid() != threads.pid:
+        return
+    stop(ctypes.addressof(state))
+    for tid in threads.tids:
+        _libc.pthread_join(tid, None)
+    threads.tids.clear()
+
+
 class NativePool:
-    """``threads - 1`` native workers; ``run`` is one foreign call per launch."""
+    """``threads - 1`` native workers; ``run`` is one foreign call per launch.
+
+    The workers are stopped and joined when the pool is collected (a device
+    dropped) or at exit, whichever comes first."""
 
     def __init__(self, threads: int, spin: int):
         self.threads = threads
@@ -283,15 +305,15 @@ class NativePool:
         self._state = _PoolState(spin=spin)
         self._address = ctypes.addressof(self._state)
         self._args = [_WorkerArg(self._address, k) for k in range(1, threads)]
-        self._tids = []
+        self._threads = _Threads()
         self._lock = threading.Lock()  # fan-outs through one pool run one at a time
-        self._pid = os.getpid()
+        weakref.finalize(self, _join, self._stop, self._state, self._args, self._threads)
         self._start_workers(worker)
         _live_pools.add(self)
 
     def _start_workers(self, worker) -> None:
         self._worker = worker
-        self._pid = os.getpid()
+        self._threads.pid = os.getpid()
         self._restart = False
         for arg in self._args:
             # A worker waits for a generation newer than the one current now,
@@ -303,7 +325,7 @@ class NativePool:
             if err:
                 self.close()
                 raise RuntimeError(f"pthread_create failed with error {err}")
-            self._tids.append(tid.value)
+            self._threads.tids.append(tid.value)
 
     def run(self, entry_address: int, pack_address: int, count: int) -> None:
         with self._lock:
@@ -320,24 +342,13 @@ class NativePool:
         return jit.typical_seconds(lambda: self.run(null, 0, self.threads))
 
     def close(self) -> None:
-        """Stop and join the workers (at exit, before the JIT's memory goes)."""
-        if not self._tids or os.getpid() != self._pid:
-            return
-        self._stop(self._address)
-        for tid in self._tids:
-            _libc.pthread_join(tid, None)
-        self._tids = []
-
-
-@atexit.register
-def _close_all() -> None:
-    for pool in list(_live_pools):
-        pool.close()
+        """Stop and join the workers."""
+        _join(self._stop, self._state, self._args, self._threads)
 
 
 def _forget_after_fork() -> None:
     for pool in list(_live_pools):
-        pool._tids = []  # the workers do not exist in the child
+        pool._threads.tids.clear()  # the workers do not exist in the child
         pool._restart = True
 
 
