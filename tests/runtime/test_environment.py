@@ -82,9 +82,11 @@ def test_cpu_pool_unknown_value_raises_value_error(monkeypatch):
 
 def test_cpu_stream_bytes_is_an_integer(monkeypatch):
     monkeypatch.delenv("TACK_CPU_STREAM_BYTES", raising=False)
-    assert tack.device("cpu", num_threads=2).backend.streaming_bytes >= 1 << 62  # off
+    assert tack.device("cpu", num_threads=2).backend.streaming_bytes == 64 << 20
     monkeypatch.setenv("TACK_CPU_STREAM_BYTES", "4096")
     assert tack.device("cpu", num_threads=2).backend.streaming_bytes == 4096
+    monkeypatch.setenv("TACK_CPU_STREAM_BYTES", "-1")   # never
+    assert tack.device("cpu", num_threads=2).backend.streaming_bytes >= 1 << 62
     monkeypatch.setenv("TACK_CPU_STREAM_BYTES", "lots")
     with pytest.raises(ValueError, match=re.escape(
             "TACK_CPU_STREAM_BYTES must be an integer, got 'lots'")):

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import types as T
 from ..ir import expressions as E
+from ..ir.access import write_only_params
 from ..ir.passes.common import ArgSpec, kernel_error
 from ..ir.passes.infer import default_float
 from ..ir.statements import Store
@@ -118,23 +119,6 @@ def written_params(fn) -> frozenset:
             if isinstance(node, (Store, E.Atomic)):
                 written.add(node.array)
     return frozenset(written)
-
-
-def write_only_params(fn) -> tuple:
-    """Arrays the kernel stores to and never reads (no load, no atomic): where a
-    large launch may store around the caches (``Backend.supports_streaming``)."""
-    stored, read = [], set()
-    for stmt in fn.body:
-        for node in walk(stmt):
-            array = getattr(node, "array", None)
-            if array is None or isinstance(node, E.DimSize):   # a shape, not a read
-                continue
-            if isinstance(node, Store):
-                if array not in stored:
-                    stored.append(array)
-            else:
-                read.add(array)
-    return tuple(a for a in stored if a not in read)
 
 
 # What a variant was built for: aliased arrays, disjoint ones, or disjoint

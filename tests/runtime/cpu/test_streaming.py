@@ -8,6 +8,8 @@ out), element types, and the calls that must keep ordinary stores (small
 arrays, arrays the kernel also reads, aliased arguments).
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -100,3 +102,118 @@ def test_the_threshold_picks_the_variant_at_each_call(rng):
         smooth(a, out)
         np.testing.assert_allclose(out.numpy(), _smooth_reference(u), rtol=1e-6,
                                    atol=1e-6, err_msg=f"n={n} {rng!r}")
+
+
+# -- peeling for alignment (codegen/llvm/peel.py) -----------------------------
+
+@tack.kernel
+def stencil(u, out):
+    for i, j in tack.ndindex(u.shape[0] - 2, u.shape[1] - 2):
+        out[i + 1, j + 1] = 0.25 * (u[i, j + 1] + u[i + 2, j + 1] + u[i + 1, j] + u[i + 1, j + 2])
+
+
+@tack.kernel
+def every_other(x, out):
+    for i in range(len(x)):
+        out[2 * i] = x[i]       # grows by two per step: no peel
+
+
+@tack.kernel
+def through_locals(x, out, shift):
+    for i in range(len(x)):
+        k = i + shift
+        if x[i] > 0.0:
+            k = k + 0           # assigned twice: not a plain function of i
+        out[k] = x[i]
+        m = shift + i
+        out[m + len(x)] = -x[i]  # assigned once, before the store: peeled
+
+
+_NT_STORE = re.compile(r"store <(\d+) x (\w+)> .*, align (\d+).*!nontemporal")
+
+
+def _nontemporal_stores(text):
+    return [(int(lanes), kind, int(align)) for lanes, kind, align in _NT_STORE.findall(text)]
+
+
+@pytest.mark.parametrize("kernel, shape", [(smooth, (5000,)), (stencil, (70, 90))])
+def test_streamed_vector_stores_are_whole_and_aligned(kernel, shape):
+    dev = _device(0)
+    args = (tack.zeros(shape, device=dev), tack.zeros(shape, device=dev))
+    stores = _nontemporal_stores(tack.inspect(kernel, *args, mode="optimized"))
+    assert stores, "the streaming variant has no non-temporal vector store"
+    for lanes, kind, align in stores:   # an unaligned one would become movnti stores
+        assert align >= lanes * (8 if kind == "double" else 4)
+
+
+def _guarded(dtype, n, offset):
+    """A length-``n`` view ``offset`` elements into a buffer of sentinels."""
+    buffer = np.full(n + 40, 7, dtype)
+    return buffer, buffer[offset:offset + n]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 15, 17, 63, 1001])
+def test_every_start_offset_of_a_streamed_output(rng, n):
+    dev = _device(0)
+    u = rng.gen.standard_normal(n).astype(np.float32)
+    for offset in range(17):   # each start within a 64-byte line, and past it
+        buffer, view = _guarded(np.float32, n, offset)
+        out = tack.from_dlpack(view)
+        smooth(tack.array(u, device=dev), out)
+        want = _smooth_reference(u)
+        if n:
+            want[0] = want[-1] = 7   # the ends are not written
+        np.testing.assert_allclose(view, want, rtol=1e-6, atol=1e-6,
+                                   err_msg=f"offset {offset} {rng!r}")
+        assert (buffer[:offset] == 7).all() and (buffer[offset + n:] == 7).all()
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("shape", [(3, 3), (9, 20), (33, 65), (130, 257)])
+def test_peeled_stencil_matches_numpy_in_every_chunking(monkeypatch, rng, threads, shape):
+    monkeypatch.setenv("TACK_CPU_MARGIN", "0")   # every launch of 2+ rows fans out
+    dev = tack.device("cpu", num_threads=threads)
+    dev.backend.streaming_bytes = 0
+    tack.set_default_device(dev)
+    u = rng.gen.standard_normal(shape).astype(np.float64)
+    for offset in (0, 1, 5):
+        buffer, view = _guarded(np.float64, shape[0] * shape[1], offset)
+        out = tack.from_dlpack(view.reshape(shape))
+        stencil(tack.array(u, device=dev), out)
+        got = view.reshape(shape)[1:-1, 1:-1]
+        want = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=f"offset {offset} {rng!r}")
+        assert (buffer[:offset] == 7).all() and (buffer[offset + view.size:] == 7).all()
+
+
+def test_stores_that_do_not_step_by_one_stay_correct(rng):
+    dev = _device(0)
+    n = 1001
+    x = rng.gen.standard_normal(n).astype(np.float32)
+    out = tack.zeros(2 * n, device=dev)
+    every_other(tack.array(x, device=dev), out)
+    want = np.zeros(2 * n, np.float32)
+    want[::2] = x
+    np.testing.assert_array_equal(out.numpy(), want, err_msg=repr(rng))
+
+    out = tack.zeros(2 * n + 3, device=dev)
+    through_locals(tack.array(x, device=dev), out, 3)
+    want = np.zeros(2 * n + 3, np.float32)
+    want[3:n + 3] = x
+    want[n + 3:] = -x
+    np.testing.assert_array_equal(out.numpy(), want, err_msg=repr(rng))
+
+
+def test_a_misaligned_output_streams_correctly(rng):
+    dev = _device(0)
+    n = 999
+    u = rng.gen.standard_normal(n).astype(np.float32)
+    raw = np.zeros(4 * n + 1, np.uint8)
+    view = raw[1:].view(np.float32)       # an address that is not a multiple of 4
+    try:
+        out = tack.from_dlpack(view)
+    except (ValueError, TypeError, BufferError) as exc:
+        pytest.skip(f"misaligned arrays are refused at import: {exc}")
+    smooth(tack.array(u, device=dev), out)
+    np.testing.assert_allclose(view[1:-1], _smooth_reference(u)[1:-1], rtol=1e-6,
+                               atol=1e-6, err_msg=repr(rng))

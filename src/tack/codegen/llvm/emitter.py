@@ -27,6 +27,8 @@ class Emitter:
         self.array_dtypes: dict[str, ScalarType] = {}
         self.loops: list[tuple[ir.Block, ir.Block]] = []   # (continue, break)
         self.parallel_continue: ir.Block = None
+        # (store, aligned pointer, its index) while a peeled loop is emitted (peel.py)
+        self.aligned = None
         self._strings: dict[str, ir.GlobalVariable] = {}
 
     # -- storage ------------------------------------------------------------------
@@ -53,6 +55,15 @@ class Emitter:
 
     def element_pointer(self, array: str, index: ir.Value) -> ir.Value:
         return self.builder.gep(self.arrays[array], [index], inbounds=True)
+
+    def store_pointer(self, store, index: ir.Value) -> ir.Value:
+        """Where ``store`` writes: relative to the aligned pointer of a peeled
+        loop (``peel.py``) when it is that loop's store, so LLVM knows the
+        alignment."""
+        if self.aligned is None or self.aligned[0] is not store:
+            return self.element_pointer(store.array, index)
+        _, base, base_index = self.aligned
+        return self.builder.gep(base, [self.builder.sub(index, base_index)], inbounds=True)
 
     # -- control flow -------------------------------------------------------------
     def block(self, name: str) -> ir.Block:

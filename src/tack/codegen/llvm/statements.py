@@ -5,8 +5,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir import statements as S
+from ...ir.access import write_only_params
 from ...ir.registry import Registry
 from .expressions import condition, guarded, value
+from .peel import emit_peeled, peel_store
 from .types import F64, I64, I8
 
 emit_stmt = Registry("LLVM code generator")
@@ -28,7 +30,7 @@ def _store(s: S.Store, em):
     stored = value(s.value, em)
 
     def access():
-        em.builder.store(stored, em.element_pointer(s.array, index))
+        em.builder.store(stored, em.store_pointer(s, index))
     if s.checked:
         guarded(em, index, access)
     else:
@@ -183,6 +185,7 @@ def _print_value(arg, em):
 def emit_parallel_loop(loop: S.ParallelFor, em, start, end, inner_extents) -> None:
     """The chunk ``[start, end)`` of dimension 0, inner dimensions in full."""
     bounds = [(start, end)] + [(ir.Constant(I64, 0), e) for e in inner_extents]
+    streamed = write_only_params(em.fn) if em.fn.streaming else ()
 
     def nest(depth):
         lo, hi = bounds[depth]
@@ -195,7 +198,11 @@ def emit_parallel_loop(loop: S.ParallelFor, em, start, end, inner_extents) -> No
             else:
                 em.parallel_continue = latch
                 emit_block(loop.body, em)
-        em.counted_loop(lo, hi, var, body)
+        found = peel_store(loop.body, var, streamed) if depth + 1 == len(bounds) else None
+        if found is None:
+            em.counted_loop(lo, hi, var, body)
+        else:
+            emit_peeled(em, found, lo, hi, var, body)
     nest(0)
 
 

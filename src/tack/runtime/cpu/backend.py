@@ -35,10 +35,13 @@ _staggers = itertools.count()
 SECONDS_PER_WORK = 0.25e-9
 FANOUT_FACTOR = 2.0
 MIN_FANOUT_SECONDS = 1e-6   # no pool wakes and joins its threads faster than this
-# Streaming stores are opt-in (TACK_CPU_STREAM_BYTES): measured on this
-# project's machine they lost 3-5% (streaming.py), so by default no call is
-# large enough.
-NEVER_STREAM = 1 << 62
+# A disjoint launch whose write-only arrays hold at least this many bytes
+# stores into them around the caches (streaming.py; TACK_CPU_STREAM_BYTES).
+# On this project's VM a 5-point stencil lost 20-50% streaming 4-36 MiB
+# outputs, which the caches would have kept for the next call, and gained
+# 13-68% from 64 MiB on (docs/pipeline.md, "Streaming stores").
+STREAM_BYTES = 64 << 20
+NEVER_STREAM = 1 << 62   # a negative TACK_CPU_STREAM_BYTES: no launch streams
 # Pause iterations a pool thread spins before it sleeps: about 1.4 ms on this
 # project's VM. A worker that sleeps between launches is woken onto its
 # caller's CPU at times, and left there while both compute (see
@@ -145,7 +148,8 @@ class CPUBackend(Backend):
         if config.env_flag("TACK_CPU_MALLOC"):
             _tune_malloc()
         self.num_threads = config.cpu_threads(num_threads)
-        self.streaming_bytes = config.env_int("TACK_CPU_STREAM_BYTES", NEVER_STREAM)
+        stream_bytes = config.env_int("TACK_CPU_STREAM_BYTES", STREAM_BYTES)
+        self.streaming_bytes = NEVER_STREAM if stream_bytes < 0 else stream_bytes
         self.margin = config.env_float("TACK_CPU_MARGIN", 1.0)
         self.pool_kind = config.cpu_pool_kind()
         if self.pool_kind == "native" and not native_pool.available():

@@ -59,7 +59,7 @@ def optimized_module(text: str, streamed=()):
     of write-only arrays) its vector stores into them are non-temporal
     (``streaming.py``)."""
     target = host()
-    module = target.parse(text)
+    module = target.parse(streaming.widen(text) if streamed else text)
     target.optimize(module)
     if streamed:
         marked, count = streaming.mark(str(module), streamed)

@@ -1,29 +1,31 @@
 """Streaming stores: the vector stores into write-only arrays bypass the caches.
 
-A kernel that only writes an array (``dispatch.write_only_params``) makes the
-cache fetch every line it stores to before overwriting it, and then evict it
-again: on many CPUs a third of a 5-point stencil's memory traffic.
-Non-temporal stores skip that. They can pay off only when the array does not
-fit in the caches anyway, so dispatch takes the streaming variant only for
-disjoint arrays whose write-only ones hold at least
-``CPUBackend.streaming_bytes`` (``TACK_CPU_STREAM_BYTES``).
+A kernel that only writes an array (``ir.access.write_only_params``) makes the
+cache fetch every line it stores to before overwriting it ("write-allocate"),
+and the array then pushes other data out of the caches: on a 5-point stencil
+a third of the memory traffic. Non-temporal stores skip both. They lose where
+the array would have stayed in the caches for its next reader, so dispatch
+takes the streaming variant only for disjoint arrays whose write-only ones
+hold at least ``CPUBackend.streaming_bytes`` (``TACK_CPU_STREAM_BYTES``,
+64 MiB unless set: docs/pipeline.md has the measurements behind it).
 
-They are opt-in: with ``TACK_CPU_STREAM_BYTES`` unset no call streams. On
-this project's 2-core VM (a Xeon reporting a 480 MiB L3), measured with the
-variants taking turns in one process, a 5-point stencil on f32 ran at 25.6
-GB/s streaming against 26.2 GB/s with ordinary stores at 4096x4096 (128 MB
-of arrays), and at 24.2 against 25.4 GB/s at 12288x12288 (1.2 GB). Set the
-variable on machines where write-allocate traffic costs more.
+Three steps make the variant:
 
-The marking runs on the optimized module, after LLVM has vectorized the
-loops (a scalar store marked before vectorization keeps the loop from being
-vectorized at 4-byte alignment). It finds the vector stores whose
-``!alias.scope`` is the one LLVM's inliner made for a write-only parameter of
-``tack.body`` (named ``"tack.body: %name"``), adds ``!nontemporal``, and puts
-a ``fence seq_cst`` (``mfence``) before each return of the function, since
-non-temporal stores are weakly ordered and the pool's completion must see
-them. Scalar stores (loop remainders) stay as they are; X86 lowers a vector
-store that is not 32-byte aligned to ``movnti`` stores of its elements.
+- ``widen`` (before O3) asks for 512-bit vectors where the CPU has them, so
+  that one store writes one whole 64-byte line;
+- the code generator peels the innermost loop until a streamed store's
+  address is 64-byte aligned (``codegen/llvm/peel.py``): X86 has aligned
+  non-temporal vector stores only, and lowers an unaligned one to 8-byte
+  ``movnti`` stores of its elements, which cost more than they save;
+- ``mark`` (after O3, once LLVM has vectorized the loops: a scalar store
+  marked before vectorization keeps the loop from being vectorized) finds
+  the vector stores whose ``!alias.scope`` is the one LLVM's inliner made
+  for a write-only parameter of ``tack.body`` (named ``"tack.body: %name"``)
+  and whose alignment covers the whole vector, adds ``!nontemporal``, and
+  puts a ``fence seq_cst`` (``mfence``) before each return of the function,
+  since non-temporal stores are weakly ordered and the pool's completion
+  must see them. Unaligned vector stores (the peeled head) and scalar stores
+  (loop remainders) stay ordinary.
 """
 
 from __future__ import annotations
@@ -32,9 +34,18 @@ import re
 
 _SCOPE = re.compile(r'^(!\d+) = distinct !\{!\d+, !\d+, !"tack\.body: %([\w.]+)"\}$', re.M)
 _LIST = re.compile(r'^(!\d+) = !\{(!\d+)\}$', re.M)
-_STORE = re.compile(r'^(\s*store <\d+ x [^>]+> [^\n]*!alias\.scope (!\d+)[^\n]*)$', re.M)
+_STORE = re.compile(r'^(\s*store <(\d+) x ([^>]+)> [^\n]*, align (\d+)[^\n]*!alias\.scope (!\d+)[^\n]*)$',
+                    re.M)
+_BYTES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
 _NUMBERED = re.compile(r"^!(\d+) = ", re.M)
+_HEADER = re.compile(r'^(define [^\n]*\))(\s*\{)$', re.M)
 _DEFINE = re.compile(r'^define [^\n]*\{\n.*?^\}$', re.M | re.S)
+
+
+def widen(ir: str) -> str:
+    """``ir`` with every function preferring 512-bit vectors (a preference: a
+    CPU without AVX-512 keeps its widest)."""
+    return _HEADER.sub(r'\1 "prefer-vector-width"="512"\2', ir)
 
 
 def mark(ir: str, names) -> tuple:
@@ -49,10 +60,11 @@ def mark(ir: str, names) -> tuple:
 
     def store(match):
         nonlocal count
-        if match.group(2) not in lists:
-            return match.group(1)
+        text, lanes, element, align, scope = match.groups()
+        if scope not in lists or int(align) < int(lanes) * _BYTES.get(element, 1 << 30):
+            return text
         count += 1
-        return f"{match.group(1)}, !nontemporal {node}"
+        return f"{text}, !nontemporal {node}"
 
     def function(match):
         body = _STORE.sub(store, match.group(0))
