@@ -52,9 +52,9 @@ def peel_store(body: tuple, var: str, streamed: tuple):
                 if _coefficient(index, var, varying - known.keys()) == 1:
                     return node, index
         if isinstance(stmt, S.Assign) and targets.count(stmt.target) == 1:
-            value = _substitute(stmt.value, known)
-            if _coefficient(value, var, varying - known.keys()) is not None:
-                known[stmt.target] = value
+            defined = _substitute(stmt.value, known)
+            if _coefficient(defined, var, varying - known.keys()) is not None:
+                known[stmt.target] = defined
     return None
 
 
