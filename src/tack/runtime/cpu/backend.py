@@ -239,22 +239,31 @@ class CPUBackend(Backend):
         # is what no fan-out can beat (MIN_FANOUT_SECONDS): small programs never
         # make the pool at all.
         serial_below = [self._fanout_bound(MIN_FANOUT_SECONDS) / work]
-        measured = [self._fanout_work is not None]
-        if measured[0]:
+        if self._fanout_work is not None:
             serial_below[0] = self._fanout_work / work
+        fan = []   # (pool.run, job, what keeps the job alive), from the first fan-out on
 
         def launch(address, rows, total):
             if total < serial_below[0] or rows < 2:
                 entry(address, 0, rows)
                 return
-            if not measured[0]:
+            if not fan:
                 serial_below[0] = backend.fanout_work() / work
-                measured[0] = True
+                fan.extend(backend.fan_out(target))
                 if total < serial_below[0]:
                     entry(address, 0, rows)
                     return
-            backend.pool.run(target, address, rows)
+            fan[0](fan[1], address, rows)
         return launch
+
+    def fan_out(self, target) -> tuple:
+        """``(run, job, owner)``: ``run(job, pack_address, rows)`` fans a launch
+        of ``target`` out over the pool; ``owner`` keeps ``job`` valid."""
+        pool = self.pool
+        job = pool.job(target)
+        if isinstance(job, native_pool.Job):
+            return pool.run, ctypes.addressof(job), job
+        return pool.run, job, None
 
     def _fanout_bound(self, seconds: float) -> float:
         return seconds * FANOUT_FACTOR * self.margin / SECONDS_PER_WORK

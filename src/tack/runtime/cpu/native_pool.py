@@ -2,8 +2,12 @@
 
 The pool is a little LLVM IR, compiled once per process. Worker threads are
 started with ``pthread_create`` on the compiled ``tack_pool_worker``; a launch
-is one ctypes call to ``tack_pool_run``, which publishes the job, wakes the
-workers, runs chunk 0 on the calling thread and waits for the rest. ctypes
+is one ctypes call to ``tack_pool_run`` with three arguments (the launcher's
+job: the pool, the kernel's entry and the number of parts, fixed when the
+launcher is made; the argument pack; the row count), which publishes the
+job, wakes the workers, runs chunk 0 on the calling thread and waits for the
+rest. ctypes converts each argument on every call (about 120 ns each here),
+hence the job. ctypes
 releases the GIL for that call, so the workers and the caller run in
 parallel and Python is not involved per chunk.
 
@@ -38,6 +42,7 @@ _POOL_IR = r"""
 ; 0 generation, 1 remaining, 2 done, 3 stop, 4 worker_sleepers, 5 caller_sleeping,
 ; 6 fn, 7 pack, 8 count, 9 parts, 10 spin
 %Worker = type { %Pool*, i64, i32 }  ; pool, index, generation seen at start
+%Job = type { %Pool*, i64, i32 }     ; pool, kernel entry, parts: one per launcher
 
 declare i64 @syscall(i64, ...)
 declare i32 @sched_yield()
@@ -172,9 +177,15 @@ exit:
   ret i8* null
 }
 
-define void @tack_pool_run(i8* %raw, i64 %fn, i64 %pack, i64 %count, i32 %parts) {
+define void @tack_pool_run(i8* %rawjob, i64 %pack, i64 %count) {
 entry:
-  %p = bitcast i8* %raw to %Pool*
+  %job = bitcast i8* %rawjob to %Job*
+  %jpoolp = getelementptr %Job, %Job* %job, i32 0, i32 0
+  %p = load %Pool*, %Pool** %jpoolp
+  %jfnp = getelementptr %Job, %Job* %job, i32 0, i32 1
+  %fn = load i64, i64* %jfnp
+  %jpartsp = getelementptr %Job, %Job* %job, i32 0, i32 2
+  %parts = load i32, i32* %jpartsp
   %gen = getelementptr %Pool, %Pool* %p, i32 0, i32 0
   %remaining = getelementptr %Pool, %Pool* %p, i32 0, i32 1
   %donep = getelementptr %Pool, %Pool* %p, i32 0, i32 2
@@ -235,8 +246,13 @@ class _WorkerArg(ctypes.Structure):
                 ("seen", ctypes.c_int32)]
 
 
-_RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                        ctypes.c_int64, ctypes.c_int32)
+class Job(ctypes.Structure):
+    """What stays the same from one launch of a kernel to the next."""
+    _fields_ = [("pool", ctypes.c_void_p), ("entry", ctypes.c_int64),
+                ("parts", ctypes.c_int32)]
+
+
+_RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _STOP = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _compiled = None
 _compile_lock = threading.Lock()
@@ -327,19 +343,25 @@ class NativePool:
                 raise RuntimeError(f"pthread_create failed with error {err}")
             self._threads.tids.append(tid.value)
 
-    def run(self, entry_address: int, pack_address: int, count: int) -> None:
+    def job(self, entry_address: int) -> Job:
+        """The job of a kernel entry on this pool; the caller keeps it alive
+        and passes ``ctypes.addressof`` of it to :meth:`run`."""
+        return Job(self._address, entry_address, self.threads)
+
+    def run(self, job_address: int, pack_address: int, count: int) -> None:
         with self._lock:
             if self._restart:  # a forked child: its workers did not survive
                 self._state.stop = 0
                 self._start_workers(self._worker)
             # Every worker takes part in every launch (chunks past the count are
             # empty), so each acknowledges each job before the next is written.
-            self._run(self._address, entry_address, pack_address, count, self.threads)
+            self._run(job_address, pack_address, count)
 
     def fanout_seconds(self) -> float:
         """Measured cost of one fan-out of an empty kernel over every thread."""
-        null = jit.null_entry()
-        return jit.typical_seconds(lambda: self.run(null, 0, self.threads))
+        job = self.job(jit.null_entry())
+        address = ctypes.addressof(job)
+        return jit.typical_seconds(lambda: self.run(address, 0, self.threads))
 
     def close(self) -> None:
         """Stop and join the workers."""

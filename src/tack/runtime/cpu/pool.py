@@ -44,6 +44,10 @@ class PythonPool:
         null = jit.KERNEL_ABI(jit.null_entry())
         return jit.typical_seconds(lambda: self.run(null, 0, self.threads))
 
+    def job(self, entry):
+        """What :meth:`run` takes for a kernel: its ctypes entry itself."""
+        return entry
+
     def run(self, entry, pack_address: int, count: int) -> None:
         """Run ``entry`` (a ctypes function) over ``[0, count)`` in chunks."""
         ranges = list(chunks(count, self.threads))
