@@ -7,7 +7,8 @@ extents are known, so the function is straight-line code. A warm call reads
 the arrays' device addresses into the reused parameter block, rewrites the
 scalar pack only when the scalars changed, and calls the driver's launch
 function as ``backend.launch_function`` gives it (CUDA: libcuda's
-``cuLaunchKernel`` through ctypes), under the variant's dispatch lock. It
+``cuLaunchKernel``) through ``trampoline.py``, one foreign call with two
+arguments, under the variant's dispatch lock. It
 makes its context (or device) current only when the device model says so:
 two held, a device of its own (``context.foreign``), or another thread.
 
@@ -26,6 +27,7 @@ import threading
 import numpy as np
 
 from ..grid import WORKGROUP, launch_count
+from .trampoline import bind
 
 MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
 
@@ -58,8 +60,7 @@ def launch_source(positions, slot_args, n_extents: int, first_extent: int,
     shared = " or ".join(f"args[{p}]._buffer.shared" for p in positions) or "False"
     body.append(f"values[{first_extent}] = total")
     body += [f"values[{first_extent + k}] = extents[{k}]" for k in range(1, n_extents)]
-    body += ["code = cu_launch(function, -(-total // per_block), 1, 1, WORKGROUP, 1, 1, "
-             "0, stream, params, None)",
+    body += ["code = fire(job, -(-total // per_block))",
              "if code:",
              "    failed(code)",
              f"if {shared}:   # memory another library uses: complete before returning",
@@ -78,8 +79,9 @@ def make_launch(backend, program):
     values = (ctypes.c_uint64 * max(program.n_params, 1))()
     pointers = (ctypes.c_void_p * len(values))(
         *[ctypes.addressof(values) + 8 * k for k in range(len(values))])
-    cu_launch, function, stream, params = backend.launch_function(
-        program.function, ctypes.addressof(pointers))
+    fire, job, owner = bind(*backend.launch_function(program.function,
+                                                     ctypes.addressof(pointers)),
+                            WORKGROUP)
     first_extent = program.n_arrays + len(info.buffers)
     if program.pack_memory is not None:
         base = program.pack_memory.address
@@ -98,8 +100,7 @@ def make_launch(backend, program):
         lock=program.lock, enter=context.enter, leave=context.leave,
         several=context.several, foreign=context.foreign,
         get_ident=threading.get_ident, thread=context.thread,
-        writer=PackWriter(backend, program), values=values, cu_launch=cu_launch,
-        function=function, stream=stream, params=params,
+        writer=PackWriter(backend, program), values=values, fire=fire, job=job,
         per_block=WORKGROUP * program.items, wait=backend._wait,
         # A float zero is always rewritten: 0.0 == -0.0, and the sign matters.
         # (`0 in scalars` is one C-level test; an integer zero rewrites too.)
@@ -109,7 +110,7 @@ def make_launch(backend, program):
     exec(compile(source, f"<tack {backend.api_name} launch of {program.name}>", "exec"),
          scope)
     launch = scope["launch"]
-    launch.parameters = (values, pointers)
+    launch.parameters = (values, pointers, owner)
     launch.source = source
     return launch
 
