@@ -140,6 +140,31 @@ def test_a_dropped_device_joins_its_pool_workers(monkeypatch):
         assert _os_threads() == before
 
 
+def test_many_threads_fan_out_through_one_pool_in_turn(monkeypatch):
+    # Every launch fans out (margin 0); the pool's native lock makes them take turns.
+    dev = _device(monkeypatch, "native", 2)
+    outs = [tack.zeros(1000 + k, tack.i64, device=dev) for k in range(4)]
+    errors = []
+
+    def work(out):
+        try:
+            with dev:
+                for _ in range(300):
+                    out.fill(-1)
+                    iota(out)
+                    if not (out.numpy() == np.arange(len(out))).all():
+                        raise AssertionError(f"a launch of {len(out)} went wrong")
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(o,)) for o in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
 _inherited = {}
 
 

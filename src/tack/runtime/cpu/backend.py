@@ -262,7 +262,7 @@ class CPUBackend(Backend):
         pool = self.pool
         job = pool.job(target)
         if isinstance(job, native_pool.Job):
-            return pool.run, ctypes.addressof(job), job
+            return pool.run, ctypes.addressof(job), (pool, job)
         return pool.run, job, None
 
     def _fanout_bound(self, seconds: float) -> float:

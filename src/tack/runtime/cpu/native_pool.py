@@ -17,6 +17,12 @@ the completion flag. Sleepers announce themselves before sleeping, and the
 waker checks after publishing, both sequentially consistent, so a wake-up is
 never lost (a futex wait also returns at once if the word already changed).
 
+Launches from several Python threads through one pool take turns on a futex
+mutex inside ``tack_pool_run``, so nothing in Python stands between a
+launcher and the foreign call. After ``os.fork`` the child's pools reset
+their state and start new workers at once (the parent's did not survive
+the fork, and a parent thread may have held the lock).
+
 Linux only (futex); elsewhere ``TACK_CPU_POOL=python`` behaviour is used.
 """
 
@@ -38,9 +44,9 @@ YIELD_EVERY = 64
 
 # struct Pool (offsets in bytes): all i32 fields are futex or flag words.
 _POOL_IR = r"""
-%Pool = type { i32, i32, i32, i32, i32, i32, i64, i64, i64, i32, i32 }
+%Pool = type { i32, i32, i32, i32, i32, i32, i64, i64, i64, i32, i32, i32 }
 ; 0 generation, 1 remaining, 2 done, 3 stop, 4 worker_sleepers, 5 caller_sleeping,
-; 6 fn, 7 pack, 8 count, 9 parts, 10 spin
+; 6 fn, 7 pack, 8 count, 9 parts, 10 spin, 11 lock (0 free, 1 held, 2 held with waiters)
 %Worker = type { %Pool*, i64, i32 }  ; pool, index, generation seen at start
 %Job = type { %Pool*, i64, i32 }     ; pool, kernel entry, parts: one per launcher
 
@@ -54,6 +60,36 @@ define internal void @relax() {
 
 define internal void @futex_wait(i32* %word, i32 %expected) {
   call i64 (i64, ...) @syscall(i64 SYS_FUTEX, i32* %word, i32 128, i32 %expected, i8* null)
+  ret void
+}
+
+; A futex mutex (Drepper, "Futexes Are Tricky", mutex 2): fan-outs from
+; several Python threads through one pool run one at a time.
+define internal void @lock(i32* %word) {
+entry:
+  %try = cmpxchg i32* %word, i32 0, i32 1 acquire monotonic
+  %got = extractvalue { i32, i1 } %try, 1
+  br i1 %got, label %held, label %contend
+contend:
+  %old = atomicrmw xchg i32* %word, i32 2 acquire
+  %free = icmp eq i32 %old, 0
+  br i1 %free, label %held, label %block
+block:
+  call void @futex_wait(i32* %word, i32 2)
+  br label %contend
+held:
+  ret void
+}
+
+define internal void @unlock(i32* %word) {
+entry:
+  %old = atomicrmw xchg i32* %word, i32 0 release
+  %waiters = icmp eq i32 %old, 2
+  br i1 %waiters, label %wake, label %done
+wake:
+  call void @futex_wake(i32* %word, i32 1)
+  br label %done
+done:
   ret void
 }
 
@@ -186,6 +222,8 @@ entry:
   %fn = load i64, i64* %jfnp
   %jpartsp = getelementptr %Job, %Job* %job, i32 0, i32 2
   %parts = load i32, i32* %jpartsp
+  %lockp = getelementptr %Pool, %Pool* %p, i32 0, i32 11
+  call void @lock(i32* %lockp)
   %gen = getelementptr %Pool, %Pool* %p, i32 0, i32 0
   %remaining = getelementptr %Pool, %Pool* %p, i32 0, i32 1
   %donep = getelementptr %Pool, %Pool* %p, i32 0, i32 2
@@ -217,6 +255,7 @@ wait:
   %d = call i32 @await_change(%Pool* %p, i32* %donep, i32 0, i32* %caller)
   br label %out
 out:
+  call void @unlock(i32* %lockp)
   ret void
 }
 
@@ -238,7 +277,7 @@ class _PoolState(ctypes.Structure):
                 ("worker_sleepers", ctypes.c_int32), ("caller_sleeping", ctypes.c_int32),
                 ("fn", ctypes.c_int64), ("pack", ctypes.c_int64),
                 ("count", ctypes.c_int64), ("parts", ctypes.c_int32),
-                ("spin", ctypes.c_int32)]
+                ("spin", ctypes.c_int32), ("lock", ctypes.c_int32)]
 
 
 class _WorkerArg(ctypes.Structure):
@@ -322,21 +361,19 @@ class NativePool:
         self._address = ctypes.addressof(self._state)
         self._args = [_WorkerArg(self._address, k) for k in range(1, threads)]
         self._threads = _Threads()
-        self._lock = threading.Lock()  # fan-outs through one pool run one at a time
         weakref.finalize(self, _join, self._stop, self._state, self._args, self._threads)
-        self._start_workers(worker)
+        self._worker = worker
+        self._start_workers()
         _live_pools.add(self)
 
-    def _start_workers(self, worker) -> None:
-        self._worker = worker
+    def _start_workers(self) -> None:
         self._threads.pid = os.getpid()
-        self._restart = False
         for arg in self._args:
             # A worker waits for a generation newer than the one current now,
             # whenever its thread actually starts running.
             arg.seen = self._state.generation
             tid = ctypes.c_ulong()
-            err = _libc.pthread_create(ctypes.byref(tid), None, worker,
+            err = _libc.pthread_create(ctypes.byref(tid), None, self._worker,
                                        ctypes.addressof(arg))
             if err:
                 self.close()
@@ -348,14 +385,21 @@ class NativePool:
         and passes ``ctypes.addressof`` of it to :meth:`run`."""
         return Job(self._address, entry_address, self.threads)
 
-    def run(self, job_address: int, pack_address: int, count: int) -> None:
-        with self._lock:
-            if self._restart:  # a forked child: its workers did not survive
-                self._state.stop = 0
-                self._start_workers(self._worker)
-            # Every worker takes part in every launch (chunks past the count are
-            # empty), so each acknowledges each job before the next is written.
-            self._run(job_address, pack_address, count)
+    @property
+    def run(self):
+        """``run(job_address, pack_address, count)``: the compiled fan-out itself
+        (a ctypes function; the native lock makes launches from several threads
+        take turns), for the launcher to call with no Python in between."""
+        return self._run
+
+    def _restart(self) -> None:
+        """In a forked child: the workers did not survive, and the parent's
+        threads may have left a launch half done and the lock held."""
+        state = self._state
+        state.stop = state.remaining = state.done = state.lock = 0
+        state.worker_sleepers = state.caller_sleeping = 0
+        self._threads.tids.clear()
+        self._start_workers()
 
     def fanout_seconds(self) -> float:
         """Measured cost of one fan-out of an empty kernel over every thread."""
@@ -368,11 +412,10 @@ class NativePool:
         _join(self._stop, self._state, self._args, self._threads)
 
 
-def _forget_after_fork() -> None:
+def _restart_after_fork() -> None:
     for pool in list(_live_pools):
-        pool._threads.tids.clear()  # the workers do not exist in the child
-        pool._restart = True
+        pool._restart()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)
+    os.register_at_fork(after_in_child=_restart_after_fork)
