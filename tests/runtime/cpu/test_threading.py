@@ -35,6 +35,23 @@ def count_hits(values, hits):
         tack.atomic_add(hits, values[i] % 4, 1)
 
 
+def _in_threads(work, items) -> list:
+    """Runs ``work(item)`` on a thread per item; the exceptions they raised."""
+    errors = []
+
+    def guarded(item):
+        try:
+            work(item)
+        except Exception as exc:  # returned to the test
+            errors.append(exc)
+    threads = [threading.Thread(target=guarded, args=(item,)) for item in items]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
 def _device(monkeypatch, pool, threads, margin="0"):
     monkeypatch.setenv("TACK_CPU_POOL", pool)
     monkeypatch.setenv("TACK_CPU_MARGIN", margin)
@@ -88,22 +105,13 @@ def test_serial_and_fanned_out_agree(monkeypatch):
 def test_concurrent_fan_outs_share_the_pool(monkeypatch):
     dev = _device(monkeypatch, "native", 3)
     outs = [tack.zeros(50_000, tack.i64, device=dev) for _ in range(6)]
-    errors = []
 
     def work(out):
-        try:
-            with dev:
-                for _ in range(20):
-                    iota(out)
-        except Exception as exc:  # reported below
-            errors.append(exc)
+        with dev:
+            for _ in range(20):
+                iota(out)
 
-    threads = [threading.Thread(target=work, args=(o,)) for o in outs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not _in_threads(work, outs)
     for out in outs:
         np.testing.assert_array_equal(out.numpy(), np.arange(50_000))
 
@@ -144,25 +152,16 @@ def test_many_threads_fan_out_through_one_pool_in_turn(monkeypatch):
     # Every launch fans out (margin 0); the pool's native lock makes them take turns.
     dev = _device(monkeypatch, "native", 2)
     outs = [tack.zeros(1000 + k, tack.i64, device=dev) for k in range(4)]
-    errors = []
 
     def work(out):
-        try:
-            with dev:
-                for _ in range(300):
-                    out.fill(-1)
-                    iota(out)
-                    if not (out.numpy() == np.arange(len(out))).all():
-                        raise AssertionError(f"a launch of {len(out)} went wrong")
-        except Exception as exc:  # reported below
-            errors.append(exc)
+        with dev:
+            for _ in range(300):
+                out.fill(-1)
+                iota(out)
+                if not (out.numpy() == np.arange(len(out))).all():
+                    raise AssertionError(f"a launch of {len(out)} went wrong")
 
-    threads = [threading.Thread(target=work, args=(o,)) for o in outs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not _in_threads(work, outs)
 
 
 _inherited = {}
