@@ -8,8 +8,10 @@ from .traversal import walk
 
 
 def write_only_params(fn) -> tuple:
-    """Arrays the kernel stores to and never reads (no load, no atomic): where a
-    large launch may store around the caches (``Backend.supports_streaming``)."""
+    """Array parameters the kernel stores to and never reads (no load, no
+    atomic): where a large launch may store around the caches
+    (``Backend.supports_streaming``). Local arrays are not parameters."""
+    params = {p.name for p in fn.params if p.is_array}
     stored, read = [], set()
     for stmt in fn.body:
         for node in walk(stmt):
@@ -21,4 +23,4 @@ def write_only_params(fn) -> tuple:
                     stored.append(array)
             else:
                 read.add(array)
-    return tuple(a for a in stored if a not in read)
+    return tuple(a for a in stored if a not in read and a in params)

@@ -217,3 +217,20 @@ def test_a_misaligned_output_streams_correctly(rng):
     smooth(tack.array(u, device=dev), out)
     np.testing.assert_allclose(view[1:-1], _smooth_reference(u)[1:-1], rtol=1e-6,
                                atol=1e-6, err_msg=repr(rng))
+
+
+@tack.kernel
+def with_scratch(x, out):
+    for i in range(len(x)):
+        scratch = tack.local_array(4, tack.f32)   # written, never read: not a parameter
+        scratch[0] = x[i]
+        out[i] = x[i] * 2.0
+
+
+@pytest.mark.parametrize("threshold", [0, 1 << 62])
+def test_a_write_only_local_array_is_not_streamed(rng, threshold):
+    dev = _device(threshold)
+    x = rng.gen.standard_normal(1001).astype(np.float32)
+    out = tack.zeros(1001, device=dev)
+    with_scratch(tack.array(x, device=dev), out)
+    np.testing.assert_array_equal(out.numpy(), x * np.float32(2), err_msg=repr(rng))
