@@ -24,7 +24,6 @@ class Emitter:
         self.storage: dict[str, ir.AllocaInstr] = {}
         self.dtypes: dict[str, ScalarType] = {}
         self.arrays: dict[str, ir.Value] = {}
-        self.array_dtypes: dict[str, ScalarType] = {}
         self.loops: list[tuple[ir.Block, ir.Block]] = []   # (continue, break)
         self.parallel_continue: ir.Block = None
         # (store, aligned pointer, its index) while a peeled loop is emitted (peel.py)

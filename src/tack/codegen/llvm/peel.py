@@ -8,12 +8,13 @@ iterations to reach an aligned address, so for a streaming variant Tack does:
 the innermost loop of the parallel nest is emitted twice,
 
     for j in [lo, split):  body      # at most 64 / itemsize iterations
-    for j in [split, hi):  body      # after llvm.assume(address % 64 == 0)
+    for j in [split, hi):  body      # the store addressed from an aligned base
 
 where ``split`` is the first iteration whose store into a streamed array is
-64-byte aligned. LLVM's alignment-from-assumptions pass carries the assumed
-alignment to the vectorized stores of the second loop, which then become
-``vmovntps``.
+64-byte aligned. In the second loop that store's address is computed from
+``llvm.ptrmask(address at split, -64)`` (the same address, with its low six
+bits known to be zero), so LLVM gives the vectorized stores their alignment
+and they become ``vmovntps``.
 
 Only a store whose flat index grows by exactly one per iteration qualifies
 (``a[k, j + 1]`` in a loop over ``j``), since only then does the alignment of

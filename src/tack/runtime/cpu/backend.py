@@ -260,10 +260,7 @@ class CPUBackend(Backend):
         """``(run, job, owner)``: ``run(job, pack_address, rows)`` fans a launch
         of ``target`` out over the pool; ``owner`` keeps ``job`` valid."""
         pool = self.pool
-        job = pool.job(target)
-        if isinstance(job, native_pool.Job):
-            return pool.run, ctypes.addressof(job), (pool, job)
-        return pool.run, job, None
+        return (pool.run, *pool.job(target))
 
     def _fanout_bound(self, seconds: float) -> float:
         return seconds * FANOUT_FACTOR * self.margin / SECONDS_PER_WORK

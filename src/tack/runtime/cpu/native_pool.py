@@ -356,7 +356,10 @@ class NativePool:
 
     def __init__(self, threads: int, spin: int):
         self.threads = threads
-        self._run, worker, self._stop = _functions()
+        # run(job_address, pack_address, count): the compiled fan-out itself, for
+        # the launcher to call with no Python in between (the native lock makes
+        # launches from several threads take turns).
+        self.run, worker, self._stop = _functions()
         self._state = _PoolState(spin=spin)
         self._address = ctypes.addressof(self._state)
         self._args = [_WorkerArg(self._address, k) for k in range(1, threads)]
@@ -380,17 +383,11 @@ class NativePool:
                 raise RuntimeError(f"pthread_create failed with error {err}")
             self._threads.tids.append(tid.value)
 
-    def job(self, entry_address: int) -> Job:
-        """The job of a kernel entry on this pool; the caller keeps it alive
-        and passes ``ctypes.addressof`` of it to :meth:`run`."""
-        return Job(self._address, entry_address, self.threads)
-
-    @property
-    def run(self):
-        """``run(job_address, pack_address, count)``: the compiled fan-out itself
-        (a ctypes function; the native lock makes launches from several threads
-        take turns), for the launcher to call with no Python in between."""
-        return self._run
+    def job(self, entry_address: int) -> tuple:
+        """``(job, owner)`` for a kernel entry on this pool: ``run`` takes
+        ``job`` (the address of a :class:`Job`), valid while ``owner`` lives."""
+        job = Job(self._address, entry_address, self.threads)
+        return ctypes.addressof(job), (self, job)
 
     def _restart(self) -> None:
         """In a forked child: the workers did not survive, and the parent's
@@ -403,9 +400,8 @@ class NativePool:
 
     def fanout_seconds(self) -> float:
         """Measured cost of one fan-out of an empty kernel over every thread."""
-        job = self.job(jit.null_entry())
-        address = ctypes.addressof(job)
-        return jit.typical_seconds(lambda: self.run(address, 0, self.threads))
+        job, owner = self.job(jit.null_entry())
+        return jit.typical_seconds(lambda: self.run(job, 0, self.threads))
 
     def close(self) -> None:
         """Stop and join the workers."""

@@ -44,9 +44,9 @@ class PythonPool:
         null = jit.KERNEL_ABI(jit.null_entry())
         return jit.typical_seconds(lambda: self.run(null, 0, self.threads))
 
-    def job(self, entry):
-        """What :meth:`run` takes for a kernel: its ctypes entry itself."""
-        return entry
+    def job(self, entry) -> tuple:
+        """``(job, owner)`` as the native pool's: here the ctypes entry itself."""
+        return entry, None
 
     def run(self, entry, pack_address: int, count: int) -> None:
         """Run ``entry`` (a ctypes function) over ``[0, count)`` in chunks."""
