@@ -8,6 +8,8 @@ same signature goes straight to ``Bound.run``: no IR work, no key derivation.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import types as T
@@ -38,23 +40,35 @@ def _scalar_kind(value):
 
 def signature(args, shape_params) -> tuple:
     """What selects a Bound: array types, baked shapes, scalar kinds."""
+    return signature_function(len(args), shape_params)(args)
+
+
+def _scalar_entry(value):
+    """The signature entry of an argument that is neither an Array nor a float."""
     # Other objects (device-class instances) enter by the id of their class, so
     # the table never keeps a class alive (see expanding.py).
-    # A plain loop, and floats without a call: this runs on every warm call.
-    out = []
-    if not shape_params:
-        for a in args:
-            t = type(a)
-            out.append(a._sig if t is Array else float if t is float else
-                       (_scalar_kind(a) or id(t)))
-        return tuple(out)
-    for k, a in enumerate(args):
-        t = type(a)
-        if t is Array:
-            out.append((a._sig, a._shape) if k in shape_params else a._sig)
-        else:
-            out.append(float if t is float else (_scalar_kind(a) or id(t)))
-    return tuple(out)
+    return _scalar_kind(value) or id(type(value))
+
+
+@functools.lru_cache(maxsize=None)
+def signature_function(n_args: int, shape_params: frozenset):
+    """``key(args)``: the signature of ``n_args`` arguments, written out as
+    straight-line code (it runs on every warm call); None for another count."""
+    entries = []
+    for k in range(n_args):
+        array = f"(a{k}._sig, a{k}._shape)" if k in shape_params else f"a{k}._sig"
+        entries.append(f"{array} if (t := type(a{k})) is Array else "
+                       f"float if t is float else scalar(a{k})")
+    names = "".join(f"a{k}, " for k in range(n_args))
+    lines = ["def key(args):",
+             f"    if len(args) != {n_args}:",
+             "        return None"]
+    if n_args:
+        lines.append(f"    {names}= args")
+    lines.append("    return (" + "".join(f"\n        {e}," for e in entries) + ")")
+    scope = {"Array": Array, "scalar": _scalar_entry}
+    exec(compile("\n".join(lines) + "\n", "<tack signature>", "exec"), scope)
+    return scope["key"]
 
 
 def element_spec(args) -> tuple:
@@ -262,7 +276,7 @@ def check_extent_types(kernel_name, template, specs) -> None:
                                    node.span)
 
 
-__all__ = ["signature", "placement", "classify", "Bound", "Variant", "ResultReader",
+__all__ = ["signature", "signature_function", "placement", "classify", "Bound", "Variant", "ResultReader",
            "arrays_disjoint", "check_writable", "check_extent_types",
            "write_only_params", "ALIASED", "DISJOINT", "STREAMING",
            "extent_evaluator"]

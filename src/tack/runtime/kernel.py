@@ -25,7 +25,7 @@ from . import record as _record
 from .device import get_default_device
 from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant,
                        check_extent_types, check_writable, classify, element_spec,
-                       placement, signature, variant_mode)
+                       placement, signature_function, variant_mode)
 from .expanding import Expanding
 from .host_eval import extent_evaluator
 
@@ -53,19 +53,24 @@ class Template:
 class FastPath:
     """Signature -> runner for one debug flag. ``shape_params`` is the union of
     the shape-baking parameters of every template reached so far; when it grows
-    the table is emptied, since older signatures left those shapes out."""
+    the table is emptied, since older signatures left those shapes out. ``key``
+    computes a call's signature (None for a call with the wrong count, which
+    then takes the slow path and its error)."""
 
-    __slots__ = ("table", "shape_params")
+    __slots__ = ("table", "shape_params", "n_args", "key")
 
-    def __init__(self):
+    def __init__(self, n_args: int):
         self.table: dict = {}
         self.shape_params = frozenset()
+        self.n_args = n_args
+        self.key = signature_function(n_args, self.shape_params)
 
     def add(self, args, shape_params, runner) -> None:
         if not shape_params <= self.shape_params:
             self.shape_params = self.shape_params | shape_params
+            self.key = signature_function(self.n_args, self.shape_params)
             self.table.clear()
-        self.table[signature(args, self.shape_params)] = runner
+        self.table[self.key(args)] = runner
 
 
 class Kernel:
@@ -80,7 +85,9 @@ class Kernel:
         self.__wrapped__ = fn
         self.source = read_source(fn, "Kernel")
         self._templates: dict = {}
-        self._fast = (FastPath(), FastPath())     # plain, debug
+        n_args = len(self.source.tree.args.args)
+        self._plain = FastPath(n_args)
+        self._fast = (self._plain, FastPath(n_args))     # plain, debug
         self._variants: dict = {}
         self._lock = threading.RLock()
         self._references: dict = {}   # (class id, parameter) -> what the kernel reads
@@ -194,9 +201,9 @@ class Kernel:
                 raise NotImplementedError("Keyword arguments not supported in kernels")
             if _debug.state.enabled:
                 return self._debug_call(args)
+            fast = self._plain
+            runner = fast.table.get(fast.key(args))
             default = get_default_device()
-            fast = self._fast[0]
-            runner = fast.table.get(signature(args, fast.shape_params))
             if runner is None or runner.default is not default:
                 runner = self._resolve(args, default)
             return runner.run(args)
@@ -256,7 +263,7 @@ class Kernel:
         """Debug mode: the bounds-checked template; IndexError after the launch."""
         default = get_default_device()
         fast = self._fast[1]
-        runner = fast.table.get(signature(args, fast.shape_params))
+        runner = fast.table.get(fast.key(args))
         if runner is None or runner.default is not default:
             runner = self._resolve(args, default, debug=True)
         return runner.run(args)

@@ -19,7 +19,7 @@ from ...ir.passes.annotate import annotate_types
 from ...ir.verify import verify
 from ..backend import Backend
 from ..dispatch import write_only_params
-from . import jit
+from . import fastcall, jit
 from . import native_pool
 from .pool import PythonPool
 
@@ -93,7 +93,7 @@ class CPUProgram:
 
     kernel: LLVMKernel
     address: int           # the native entry point
-    entry: object          # ctypes function (pack address, start, end)
+    entry: object          # native function (pack address, start, end): fastcall.py
     cost: Cost
     object: bytes          # the object code, for the disk cache
 
@@ -211,7 +211,7 @@ class CPUBackend(Backend):
     def _load(self, entry, pack_fields, cost, obj, text="") -> CPUProgram:
         address = jit.load(obj, entry)
         return CPUProgram(LLVMKernel(text, entry, tuple(pack_fields)), address,
-                          jit.KERNEL_ABI(address), cost, obj)
+                          fastcall.builtin(address, 3), cost, obj)
 
     # -- the disk cache ------------------------------------------------------------
     def artifact(self, program: CPUProgram):

@@ -34,7 +34,7 @@ import platform
 import threading
 import weakref
 
-from . import jit
+from . import fastcall, jit
 
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98}
 # A spinning thread yields its CPU every this many pause iterations (a power of
@@ -291,7 +291,6 @@ class Job(ctypes.Structure):
                 ("parts", ctypes.c_int32)]
 
 
-_RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _STOP = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _compiled = None
 _compile_lock = threading.Lock()
@@ -318,7 +317,7 @@ def _functions():
                 run = jit.load(obj, "tack_pool_run")
                 worker = jit.engine().engine.get_function_address("tack_pool_worker")
                 stop = jit.engine().engine.get_function_address("tack_pool_stop")
-                _compiled = (_RUN(run), worker, _STOP(stop))
+                _compiled = (fastcall.builtin(run, 3), worker, _STOP(stop))
     return _compiled
 
 

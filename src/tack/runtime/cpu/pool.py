@@ -40,8 +40,8 @@ class PythonPool:
 
     def fanout_seconds(self) -> float:
         """Measured cost of one fan-out of an empty kernel over every thread."""
-        from . import jit
-        null = jit.KERNEL_ABI(jit.null_entry())
+        from . import fastcall, jit
+        null = fastcall.builtin(jit.null_entry(), 3)
         return jit.typical_seconds(lambda: self.run(null, 0, self.threads))
 
     def job(self, entry) -> tuple:
