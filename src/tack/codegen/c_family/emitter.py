@@ -89,6 +89,9 @@ class CEmitter:
         restrict = t.restrict if fn.disjoint else ""
         params = []
         for p in fn.params:
+            if not p.is_array:   # a scalar passed by value (OpenCL: see its backend)
+                params.append(f"{self.type(p.dtype)} {self.name(p.name)}")
+                continue
             space = t.pack_space if p.name.startswith("__tack_pack_") else t.global_space
             params.append(f"{space} {self.type(p.dtype)}* {restrict}{self.name(p.name)}")
         inner = [f"{t.index_type} tack_extent{k}" for k in range(1, len(loop.extents))]
