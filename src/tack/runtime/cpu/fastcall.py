@@ -29,9 +29,17 @@ import ctypes
 import sys
 import threading
 
+from . import jit
+
 METH_FASTCALL = 0x0080
 _RETURNS = {"void": ("void", None), "i32": ("i32", ctypes.c_int)}
 _lock = threading.Lock()
+if sys.implementation.name == "cpython":
+    # PyCFunction_NewEx(definition, self, module), through a prototype of Tack's
+    # own (holding the GIL, as C API calls must) rather than by setting the
+    # types of the shared ctypes.pythonapi entry
+    _new_function = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
+                                      ctypes.c_void_p)(("PyCFunction_NewEx", ctypes.pythonapi))
 
 
 class _MethodDef(ctypes.Structure):
@@ -49,10 +57,7 @@ def builtin(address: int, n_args: int, returns: str = "void"):
         prototype = ctypes.CFUNCTYPE(_RETURNS[returns][1], *[ctypes.c_int64] * n_args)
         return prototype(address)
     definition = _wrapper(n_args, returns)
-    make = ctypes.pythonapi.PyCFunction_NewEx
-    make.restype = ctypes.py_object
-    make.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
-    return make(ctypes.addressof(definition), int(address), None)
+    return _new_function(ctypes.addressof(definition), int(address), None)
 
 
 # (n_args, returns) -> the wrapper's PyMethodDef. The builtins made from one
@@ -64,7 +69,6 @@ def _wrapper(n_args: int, returns: str) -> _MethodDef:
     """The compiled wrapper's ``PyMethodDef``, made on first use."""
     definition = _definitions.get((n_args, returns))
     if definition is None:
-        from . import jit
         with _lock:
             definition = _definitions.get((n_args, returns))
             if definition is None:
