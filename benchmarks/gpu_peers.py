@@ -15,15 +15,17 @@ Prints, for each library (medians):
   every compile cache off or empty.
 
 The warm launches are measured once more taking turns (Tack, the bare driver
-call and CuPy, a batch of each per round, the order rotating), which gives
-Tack's overhead over the driver and its ratio to CuPy as medians of paired
-differences. Ratios come last. Targets on an H200-class GPU: warm launch <= 5
+call, the same call through Tack's trampoline, and CuPy, a batch of each per
+round, the order rotating), which gives Tack's overhead over the driver (and
+over the trampoline: Tack's Python alone) and its ratio to CuPy as medians
+of paired differences. Ratios come last. Targets on an H200-class GPU: warm launch <= 5
 us; saxpy >= 90% of the copy bandwidth. Without a GPU it says so and exits 0.
 
     PYTHONPATH=src python benchmarks/gpu_peers.py [--quick]
 """
 
 import argparse
+import ctypes
 import os
 import statistics
 import subprocess
@@ -91,8 +93,13 @@ def driver_floor(dev, calls: int, repeats: int) -> dict:
 
     def run():
         launch(f, 1, 1, 1, 256, 1, 1, 0, stream, None, None)
+    # the same launch through the trampoline Tack's launches end in (a builtin
+    # call, stream/trampoline.py): the driver's cost with the least Python
+    from tack.runtime.stream.trampoline import bind
+    fire, job, owner = bind(launch, f, stream, ctypes.c_void_p(0), 256)
     out = {"floor": per_call(run, dev.synchronize, calls, repeats),
-           "floor_call": (run, dev.synchronize)}
+           "floor_call": (run, dev.synchronize),
+           "trampoline_call": (lambda: fire(job, 1), dev.synchronize), "job": owner}
     enqueue = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -348,14 +355,17 @@ def report_turns(results: dict, calls: int, rounds: int) -> None:
     driver call and CuPy, so that the VM's drift between batches (about 0.5 us
     on the H200 VMs) does not decide Tack's overhead or its ratio to CuPy."""
     t = results["Tack"]
-    contenders = {"Tack": t["launch_call"], "driver": t["floor_call"]}
+    contenders = {"Tack": t["launch_call"], "driver": t["floor_call"],
+                  "trampoline": t["trampoline_call"]}
     if "CuPy" in results:
         contenders["CuPy"] = results["CuPy"]["launch_call"]
     times = in_turns(contenders, calls, rounds)
     medians = {k: statistics.median(v) * 1e6 for k, v in times.items()}
     line = (f"launch in turns ({rounds} rounds): Tack {medians['Tack']:.2f} us, bare "
             f"driver call {medians['driver']:.2f} us, Tack adds "
-            f"{paired(times, 'Tack', 'driver', lambda a, b: a - b) * 1e6:.2f} us (paired)")
+            f"{paired(times, 'Tack', 'driver', lambda a, b: a - b) * 1e6:.2f} us (paired); "
+            f"the driver through Tack's trampoline {medians['trampoline']:.2f} us, Tack adds "
+            f"{paired(times, 'Tack', 'trampoline', lambda a, b: a - b) * 1e6:.2f} us to it")
     if "CuPy" in times:
         line += (f"; CuPy {medians['CuPy']:.2f} us, Tack / CuPy "
                  f"{paired(times, 'Tack', 'CuPy', lambda a, b: a / b):.2f} (paired)")
