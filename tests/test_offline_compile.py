@@ -65,3 +65,17 @@ def test_hip_hipcc(kernels):
 
 def test_level_zero_spirv(kernels):
     _check(kernels, OpenCLTarget(), C.compile_spirv)
+
+
+@pytest.mark.parametrize("dialect, compile_source", [("cuda", C.compile_cuda),
+                                                     ("hip", C.compile_hip)])
+def test_the_reduction_kernels(dialect, compile_source):
+    """The device reductions' source (runtime/stream/reduce.py) in each dialect."""
+    from tack.runtime.stream.reduce import source
+    try:
+        result = compile_source(source(dialect))
+    except C.Missing as exc:
+        if C.required():
+            pytest.fail(f"{exc}; TACK_REQUIRE_COMPILERS is set")
+        pytest.skip(str(exc))
+    print(f"{dialect} reductions: {result}")

@@ -280,15 +280,31 @@ def test_workgroup_kernels_keep_one_iteration_per_thread(fake, fake_device):
             block_sums(tack.zeros(300), tack.zeros(1))
 
 
-def test_host_operations_round_trip_and_reduce_on_the_host(fake, fake_device, rng):
+def test_host_operations_round_trip(fake, fake_device, rng):
     values = rng.values(tack.f32, 1001)
     with fake_device:
         a = tack.array(values)
         np.testing.assert_array_equal(a.numpy(), values)
         assert a.device is fake_device and a.__dlpack_device__() == (10, 0)   # kDLROCM
-        assert abs(a.sum() - float(values.astype(np.float64).sum())) < 1e-9
-        assert (a.min(), a.max()) == (float(values.min()), float(values.max()))
-        assert not fake.launches   # no device reduction kernels on HIP
+
+
+def test_f32_reductions_launch_on_the_device_and_others_stay_on_the_host(fake,
+                                                                       fake_device, rng):
+    with fake_device:
+        a = tack.ones(9000)
+        fake.arity = 3
+        assert a.sum() == 0.0   # the fake runs no kernel: its partials stay zero
+        source = fake.rtc.sources[-1]
+        assert "#define TACK_WARP warpSize" in source and "__shfl_down(v, o)" in source
+        assert "__shfl_down_sync" not in source
+        name, grid, block, values = fake.launches[-1]
+        assert (name, grid, block) == (b"tack_reduce_sum_f32", (3, 1, 1), (256, 1, 1))
+        assert values[:2] == [a._ptr, 9000]
+        a.min(), a.max(), a.mean()
+        assert len(fake.launches) == 4
+        values = rng.values(tack.i32, 1001)
+        assert tack.array(values).sum() == int(values.astype(np.int64).sum())   # host
+        assert len(fake.launches) == 4
 
 
 def test_device_zero_switches_nothing_and_another_device_is_made_current(fake):

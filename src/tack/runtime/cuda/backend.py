@@ -53,7 +53,7 @@ class CUDABackend(StreamBackend):
     dlpack_refusal_note = ("the CUDA backend wraps device memory (kDLCUDA) only; copy "
                            "other memory with tack.array(..., device=...)")
     supported_dtypes = frozenset(T.SCALAR_TYPES)
-    supports_device_reductions = True   # f32 sum/min/max (reduce.py)
+    reduction_dialect = "cuda"   # stream/reduce.py: 32-lane warps
     # CUDATarget: native atomicAdd/Min/Max on 32- and 64-bit integers and
     # atomicAdd on f32/f64; float sub/min/max are compare-and-swap loops.
     atomic_dtypes = frozenset([T.i32, T.u32, T.i64, T.u64, T.f32, T.f64])
@@ -72,7 +72,6 @@ class CUDABackend(StreamBackend):
                                               nvrtc_compile.supported_archs())
         self.device_name = context.name()
         self.pools = bool(context.attribute("CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED"))
-        self._reducer = None   # the reduction kernels, built on first use
         self._export_granularity = None   # exportable.granularity, asked once
         with context.active():
             self.stream = check(driver.cuStreamCreate(
@@ -165,14 +164,6 @@ class CUDABackend(StreamBackend):
         if int(kind) == int(driver.CUmemorytype.CU_MEMORYTYPE_HOST):
             return "cuda_pinned"
         return "cuda"
-
-    # -- reductions -------------------------------------------------------------------
-    def reduce(self, array, op: str) -> float:
-        """``op`` of an f32 array's elements, on the device (``reduce.py``)."""
-        if self._reducer is None:
-            from .reduce import Reducer
-            self._reducer = Reducer(self)
-        return self._reducer.reduce(array, op)
 
     # -- waiting ----------------------------------------------------------------------
     def _wait(self) -> None:

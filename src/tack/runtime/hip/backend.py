@@ -8,9 +8,9 @@ target of the C-family generator compiled by hipRTC for the device's
 thread with ``__restrict__`` pointers for disjoint arrays, and the warm
 launch of ``stream/launch.py`` calling ``hipModuleLaunchKernel``. DLPack
 speaks ``kDLROCM``; ``memory_space`` answers "hip", "hip_pinned",
-"hip_managed" or "cpu". Reductions run on the host (the CUDA reduction
-kernels assume 32-lane warps; AMD's wavefronts have 64); ``export_memory``
-is CUDA only, as the spec says.
+"hip_managed" or "cpu". f32 reductions run on the device with CUDA's
+kernels (``stream/reduce.py``), their warp width taken from ``warpSize``;
+``export_memory`` is CUDA only, as the spec says.
 
 Written against hip-python's documented API and tested with a fake runtime:
 no AMD GPU has run it yet (docs/backends.md).
@@ -35,6 +35,7 @@ class HIPBackend(StreamBackend):
     name = "hip"
     api_name = "HIP"
     target = HIPTarget()
+    reduction_dialect = "hip"   # stream/reduce.py: warpSize-wide wavefronts
     dlpack_device_type = 10  # kDLROCM
     dlpack_refusal_note = ("the HIP backend wraps device memory (kDLROCM) only; copy "
                            "other memory with tack.array(..., device=...)")

@@ -115,6 +115,9 @@ class StreamBackend(Backend):
     supports_workgroups = True
     specialize_disjoint = True   # disjoint arrays get __restrict__ pointers
     target = None                # the C-family target of the backend's dialect
+    supports_device_reductions = True   # f32 sum/min/max (reduce.py)
+    reduction_dialect = None     # "cuda" or "hip": reduce.py's warp width and shuffle
+    _reducer = None              # the reduction kernels, built on first use
 
     # -- memory that is not the stream's pool -------------------------------------------
     def wrap(self, address: int, nbytes: int, owner=None) -> DeviceBuffer:
@@ -140,6 +143,14 @@ class StreamBackend(Backend):
         buffer = DeviceBuffer(self, self.allocate_plain(max(nbytes, 8)), nbytes,
                               owned=True, pooled=False)
         return Array(buffer, tuple(shape), element, device)
+
+    # -- reductions -------------------------------------------------------------------
+    def reduce(self, array, op: str) -> float:
+        """``op`` of an f32 array's elements, on the device (``reduce.py``)."""
+        if self._reducer is None:
+            from .reduce import Reducer
+            self._reducer = Reducer(self)
+        return self._reducer.reduce(array, op)
 
     # -- waiting ----------------------------------------------------------------------
     def synchronize(self) -> None:

@@ -1,10 +1,15 @@
-"""Device reductions of f32 arrays on CUDA: ``a.sum()``, ``a.min()``, ``a.max()``.
+"""Device reductions of f32 arrays on CUDA and HIP: ``a.sum()``, ``a.min()``,
+``a.max()``.
 
-Two kernels per operation (f32 elements, binary64 partials), compiled with
-NVRTC the first time a device reduces. A block reduces tiles of 4096
-elements: each thread loads 16 of them together into four binary64
-accumulators, warp shuffles and one warp combine the block's threads in a
-fixed order, and the block writes one partial. Passes over the partials
+Two kernels per operation (f32 elements, binary64 partials), compiled by the
+backend's runtime compiler (NVRTC, hipRTC) the first time a device reduces.
+A block reduces tiles of 4096 elements: each thread loads 16 of them
+together into four binary64 accumulators, warp shuffles and one warp combine
+the block's threads in a fixed order, and the block writes one partial. The
+source is one text for both dialects: CUDA's warps have 32 lanes
+(``__shfl_down_sync``), AMD's wavefronts 64 (32 on RDNA in wave32 mode), so
+HIP's source takes the width from ``warpSize`` and shuffles with
+``__shfl_down``. On CUDA the order is the one the H200 runs checked. Passes over the partials
 reduce them on the device the same way while they span more than one tile,
 and the host combines the last 16 or fewer with NumPy. The grids are a
 function of the element count alone, so the same array always reduces in
@@ -28,6 +33,16 @@ import numpy as np
 BLOCK = 256
 MAX_BLOCKS = 1 << 16   # the partials: at most 512 KiB of binary64
 
+# What differs between the dialects: the warp width and the shuffle.
+DIALECTS = {
+    "cuda": "#define TACK_WARP 32\n"
+            "#define TACK_SHFL_DOWN(v, o) __shfl_down_sync(0xffffffffu, v, o)\n",
+    # (hipcc needs the header; the runtime's hipRTC compile drops it: hip/compile.py)
+    "hip": "#include <hip/hip_runtime.h>\n"
+           "#define TACK_WARP warpSize\n"
+           "#define TACK_SHFL_DOWN(v, o) __shfl_down(v, o)\n",
+}
+
 SOURCE = r"""
 __device__ static inline double tack_pick(double a, double b, bool take_b) {
   return a != a ? a : (b != b ? b : (take_b ? b : a));
@@ -41,12 +56,13 @@ struct TackMax { __device__ static double combine(double a, double b) {
 // Each block reduces tiles of 4096 elements (16 per thread, 256 apart, so a
 // warp reads consecutive floats), tile after tile, gridDim.x apart. A thread
 // keeps four accumulators (element k goes to k % 4), so its 16 loads are in
-// flight together; then warp shuffles and one warp of the 8 per-warp results
-// give the block's partial. Every order is fixed by the element count.
+// flight together; then warp shuffles and one warp of the per-warp results
+// (8 of 32 lanes, or 4 of 64) give the block's partial. Every order is fixed
+// by the element count and the warp width.
 template <class Op, class T>
 __device__ void tack_reduce(const T* __restrict__ x, long long n,
                             double* __restrict__ partial, double start) {
-  __shared__ double warps[8];
+  __shared__ double warps[8];   // 256 threads / 32, the narrowest warp
   double acc[4] = {start, start, start, start};
   long long tiles = (n + 4095) / 4096;
   for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -64,16 +80,15 @@ __device__ void tack_reduce(const T* __restrict__ x, long long n,
     }
   }
   double r = Op::combine(Op::combine(acc[0], acc[1]), Op::combine(acc[2], acc[3]));
-  #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    r = Op::combine(r, __shfl_down_sync(0xffffffffu, r, offset));
-  if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = r;
+  for (int offset = TACK_WARP / 2; offset > 0; offset >>= 1)
+    r = Op::combine(r, TACK_SHFL_DOWN(r, offset));
+  if ((threadIdx.x & (TACK_WARP - 1)) == 0) warps[threadIdx.x / TACK_WARP] = r;
   __syncthreads();
-  if (threadIdx.x < 32) {
-    r = threadIdx.x < 8 ? warps[threadIdx.x] : start;
-    #pragma unroll
-    for (int offset = 4; offset > 0; offset >>= 1)
-      r = Op::combine(r, __shfl_down_sync(0xffffffffu, r, offset));
+  if (threadIdx.x < TACK_WARP) {
+    const int count = 256 / TACK_WARP;   // the block's warps
+    r = threadIdx.x < count ? warps[threadIdx.x] : start;
+    for (int offset = count / 2; offset > 0; offset >>= 1)
+      r = Op::combine(r, TACK_SHFL_DOWN(r, offset));
     if (threadIdx.x == 0) partial[blockIdx.x] = r;
   }
 }
@@ -99,12 +114,17 @@ def blocks_for(n: int) -> int:
     return max(1, min(MAX_BLOCKS, -(-n // TILE)))
 
 
+def source(dialect: str) -> str:
+    """The reduction kernels in ``dialect`` ("cuda" or "hip")."""
+    return DIALECTS[dialect] + SOURCE
+
+
 class Reducer:
-    """The reduction kernels of one CUDA device, built on first use."""
+    """The reduction kernels of one CUDA or HIP device, built on first use."""
 
     def __init__(self, backend):
         self.backend = backend
-        images = backend.compile_source(SOURCE, "tack_reduce")
+        images = backend.compile_source(source(backend.reduction_dialect), "tack_reduce")
         self.functions = {}
         for op in ("sum", "min", "max"):
             for kind in ("f32", "f64"):
@@ -143,4 +163,4 @@ class Reducer:
             function, ctypes.addressof(pointers))
         code = launch(function, blocks, 1, 1, BLOCK, 1, 1, 0, stream, params, None)
         if code:
-            backend.launch_failed(code, "cuLaunchKernel (reduction)")
+            backend.launch_failed(code)
