@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 
 import numpy as np
@@ -66,3 +67,15 @@ def count_launches(monkeypatch):
         monkeypatch.setattr(device.backend, "launcher", launcher)
         return calls
     return install
+
+
+@pytest.fixture
+def opencl():
+    """An OpenCL device, or a skip with the reason (a failure when CI sets
+    TACK_REQUIRE_OPENCL)."""
+    if tack.device_count("opencl"):
+        return tack.device("opencl")
+    reason = "no OpenCL device (pip install pyopencl and an OpenCL driver)"
+    if os.environ.get("TACK_REQUIRE_OPENCL", "").strip() not in ("", "0"):
+        pytest.fail(reason + "; TACK_REQUIRE_OPENCL is set")
+    pytest.skip(reason)

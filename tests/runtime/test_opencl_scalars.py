@@ -3,8 +3,6 @@ pyopencl at the build (runtime/opencl/backend.py). Each launch must carry its
 own values, whatever the previous launch passed, in the parameter's type;
 checked against NumPy on the CPU backend's results."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -35,16 +33,6 @@ def countdown(out, start):
 def flag(out, on):
     for i in range(len(out)):
         out[i] = 1 if on else 2
-
-
-@pytest.fixture
-def opencl():
-    if tack.device_count("opencl"):
-        return tack.device("opencl")
-    reason = "no OpenCL device (pip install pyopencl and an OpenCL driver)"
-    if os.environ.get("TACK_REQUIRE_OPENCL", "").strip() not in ("", "0"):
-        pytest.fail(reason + "; TACK_REQUIRE_OPENCL is set")
-    pytest.skip(reason)
 
 
 @pytest.mark.parametrize("n", [0, 1, 257, 1001])

@@ -10,7 +10,6 @@ checked on the CPU and, where there is one, on an OpenCL device.
 from __future__ import annotations
 
 import math
-import os
 import re
 
 import numpy as np
@@ -27,20 +26,11 @@ SHAPES = {"vec2": (2,), "vec3": (3,), "vec4": (4,), "mat22": (2, 2), "mat33": (3
 KERNEL_FILL_BYTES = 256 * 1024
 
 
-def _opencl_or_skip():
-    if tack.device_count("opencl"):
-        return tack.device("opencl")
-    reason = "no OpenCL device (pip install pyopencl and an OpenCL driver)"
-    if os.environ.get("TACK_REQUIRE_OPENCL", "").strip() not in ("", "0"):
-        pytest.fail(reason + "; TACK_REQUIRE_OPENCL is set")
-    pytest.skip(reason)
-
-
 @pytest.fixture(params=["cpu", "opencl"])
 def device(request):
     """The device each host operation runs on: the CPU and an OpenCL device."""
     if request.param == "opencl":
-        return _opencl_or_skip()
+        return request.getfixturevalue("opencl")   # tests/runtime/conftest.py
     return tack.device("cpu")
 
 
@@ -478,8 +468,8 @@ def test_concat_refuses_mixed_element_types():
         tack.concat([tack.zeros(3), tack.zeros(1, tack.vec3())])
 
 
-def test_to_device_keeps_the_element_type(rng):
-    gpu = _opencl_or_skip()
+def test_to_device_keeps_the_element_type(rng, opencl):
+    gpu = opencl
     host = _values(rng, tack.f32, (4, 3, 3))
     a = tack.array(host, dtype=tack.mat33())
     moved = a.to_device(gpu)
@@ -521,8 +511,8 @@ def test_reductions_of_an_empty_vector_array():
             getattr(a, which)()
 
 
-def test_reductions_on_opencl(rng):
-    gpu = _opencl_or_skip()
+def test_reductions_on_opencl(rng, opencl):
+    gpu = opencl
     host = _values(rng, tack.f32, (5, 4))
     a = tack.array(host, dtype=tack.vec4(), device=gpu)
     np.testing.assert_array_equal(a.sum(), host.sum(axis=0, dtype=np.float64),
