@@ -5,15 +5,12 @@ Two kernels per operation (f32 elements, binary64 partials), compiled by the
 backend's runtime compiler (NVRTC, hipRTC) the first time a device reduces.
 A block reduces tiles of 4096 elements: each thread loads 16 of them
 together into four binary64 accumulators, warp shuffles and one warp combine
-the block's threads in a fixed order, and the block writes one partial. The
-source is one text for both dialects: CUDA's warps have 32 lanes
-(``__shfl_down_sync``), AMD's wavefronts 64 (32 on RDNA in wave32 mode), so
-HIP's source takes the width from ``warpSize`` and shuffles with
-``__shfl_down``. On CUDA the order is the one the H200 runs checked. Passes over the partials
-reduce them on the device the same way while they span more than one tile,
-and the host combines the last 16 or fewer with NumPy. The grids are a
-function of the element count alone, so the same array always reduces in
-the same order: the result is reproducible run to run.
+the block's threads in a fixed order, and the block writes one partial.
+Passes over the partials reduce them on the device the same way while they
+span more than one tile, and the host combines the last 16 or fewer with
+NumPy. The grids are a function of the element count alone, so the same
+array always reduces in the same order: the result is reproducible run to
+run.
 
 A sum accumulates in binary64, as the host path does. Up to 2**28 elements
 a thread adds at most 4 values per accumulator and each pass's shuffles add
@@ -21,6 +18,11 @@ a thread adds at most 4 values per accumulator and each pass's shuffles add
 sum of magnitudes, under the 1e-14 relative bound the host path is tested
 against. min and max propagate NaN (any NaN gives NaN), as NumPy does;
 between 0.0 and -0.0 either may be returned.
+
+The source is one text for both dialects: CUDA's warps have 32 lanes
+(``__shfl_down_sync``), AMD's wavefronts 64 (32 on RDNA in wave32 mode), so
+HIP's source takes the width from ``warpSize`` and shuffles with
+``__shfl_down``. On CUDA the order is the one the H200 runs checked.
 """
 
 from __future__ import annotations
