@@ -86,7 +86,7 @@ class Kernel:
         self.source = read_source(fn, "Kernel")
         self._templates: dict = {}
         n_args = len(self.source.tree.args.args)
-        self._plain = FastPath(n_args)
+        self._plain = FastPath(n_args)   # _fast[0], one attribute load on the warm path
         self._fast = (self._plain, FastPath(n_args))     # plain, debug
         self._variants: dict = {}
         self._lock = threading.RLock()
