@@ -144,6 +144,23 @@ def test_turning_it_off_stops_checking():
     np.testing.assert_array_equal(out.numpy(), np.arange(1, 11))
 
 
+def test_a_warm_signature_is_checked_once_debug_is_on():
+    @tack.kernel
+    def copy_next(a, out):
+        for i in range(len(out)):
+            out[i] = a[i + 1]
+    a, out = tack.arange(10, dtype=tack.f32), tack.zeros(10)
+    copy_next(tack.arange(11, dtype=tack.f32), out)   # warm, plain variant
+    tack.set_debug(True)
+    try:
+        with pytest.raises(IndexError, match="index 10 is out of bounds"):
+            copy_next(a, out)
+    finally:
+        tack.set_debug(False)
+    copy_next(tack.arange(11, dtype=tack.f32), out)   # warm again, unchecked
+    np.testing.assert_array_equal(out.numpy(), np.arange(1, 11))
+
+
 def test_tack_debug_environment_variable(tmp_path):
     script = tmp_path / "k.py"
     script.write_text(

@@ -18,6 +18,7 @@ import numpy as np
 from .. import config
 from .. import types as T
 from ..lang.lower.bounds import SLOTS
+from .device import set_detour
 
 
 class _State:
@@ -28,12 +29,14 @@ class _State:
 
 
 state = _State()
+set_detour(state.enabled)   # debug launches never take the warm path
 _local = threading.local()
 
 
 def set_debug(enabled: bool = True) -> None:
     """Turn debug mode on or off for every launch from now on."""
     state.enabled = bool(enabled)
+    set_detour(state.enabled)
 
 
 def debug_enabled() -> bool:

@@ -60,6 +60,7 @@ class Device:
         global _open_blocks
         with _lock:
             _open_blocks += 1
+            _refresh_warm()
         _stack().append(self)
         return self
 
@@ -68,6 +69,7 @@ class Device:
         _stack().pop()
         with _lock:
             _open_blocks -= 1
+            _refresh_warm()
 
 
 _lock = threading.Lock()
@@ -75,6 +77,35 @@ _open_blocks = 0   # `with device:` blocks open on any thread
 _devices: dict = {}
 _default = None
 _local = threading.local()
+
+
+class WarmDefault:
+    """The device a warm kernel call may take without asking: ``device`` is the
+    default device while nothing else can decide a call's device or template
+    (no `with device:` block open on any thread, no ``detour`` such as debug
+    mode), else None, which sends every call to the slow path. Whatever changes
+    those refreshes it, so the warm path reads one attribute."""
+
+    __slots__ = ("device", "detour")
+
+    def __init__(self):
+        self.device = None
+        self.detour = False
+
+
+warm = WarmDefault()
+
+
+def _refresh_warm() -> None:
+    """Recompute ``warm.device`` (the caller holds ``_lock``)."""
+    warm.device = None if _open_blocks or warm.detour else _default
+
+
+def set_detour(on: bool) -> None:
+    """Send every kernel call through the slow path while ``on`` (debug mode)."""
+    with _lock:
+        warm.detour = bool(on)
+        _refresh_warm()
 
 
 def _stack() -> list:
@@ -230,7 +261,9 @@ def set_default_device(spec="cpu", **options) -> Device:
     if _default is not None and config.env_flag("TACK_NO_REINIT"):
         return _default
     chosen = device(spec, **options)
-    _default = chosen
+    with _lock:
+        _default = chosen
+        _refresh_warm()
     return chosen
 
 
@@ -242,7 +275,11 @@ def get_default_device() -> Device:
     if stack:
         return stack[-1]
     if _default is None:
-        _default = device("cpu")
+        chosen = device("cpu")
+        with _lock:
+            if _default is None:   # unless another thread set one meanwhile
+                _default = chosen
+            _refresh_warm()
     return _default
 
 

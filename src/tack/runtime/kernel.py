@@ -22,7 +22,7 @@ from ..lang.lower.kernel import lower_kernel
 from ..lang.source import read_source
 from . import debug as _debug
 from . import record as _record
-from .device import get_default_device
+from .device import get_default_device, warm
 from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant,
                        check_extent_types, check_writable, classify, element_spec,
                        placement, signature_function, variant_mode)
@@ -199,13 +199,10 @@ class Kernel:
         try:
             if kwargs:
                 raise NotImplementedError("Keyword arguments not supported in kernels")
-            if _debug.state.enabled:
-                return self._debug_call(args)
             fast = self._plain
             runner = fast.table.get(fast.key(args))
-            default = get_default_device()
-            if runner is None or runner.default is not default:
-                runner = self._resolve(args, default)
+            if runner is None or runner.default is not warm.device:
+                return self._call(args)
             return runner.run(args)
         except UnsupportedSyntaxError:
             raise
@@ -213,6 +210,18 @@ class Kernel:
             raise self._prefixed(exc) from exc
         except RuntimeError as exc:
             raise self._failed(exc, args) from exc
+
+    def _call(self, args):
+        """A call the warm path left (see ``device.WarmDefault``): a new
+        signature, a `with device:` block open somewhere, or debug mode."""
+        if _debug.state.enabled:
+            return self._debug_call(args)
+        default = get_default_device()
+        fast = self._plain
+        runner = fast.table.get(fast.key(args))
+        if runner is None or runner.default is not default:
+            runner = self._resolve(args, default)
+        return runner.run(args)
 
     def _resolve(self, args, default, debug: bool = False):
         """The slow path: a runner for this call's signature, recorded for the next."""

@@ -8,6 +8,7 @@ import gc
 import multiprocessing
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -120,6 +121,18 @@ def _os_threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def _settled_threads() -> int:
+    """The OS thread count once it holds still for 20 ms: a collected Python
+    pool's threads stop on their own a moment later, without being joined."""
+    count = _os_threads()
+    for _ in range(100):
+        time.sleep(0.02)
+        count, previous = _os_threads(), count
+        if count == previous:
+            break
+    return count
+
+
 def _fill(dev, n):
     """A kernel of its own launched on ``dev``: its warm cache, which holds the
     device, goes with it."""
@@ -138,7 +151,7 @@ def test_a_dropped_device_joins_its_pool_workers(monkeypatch):
     # Workers left running on the freed pool state once took whatever Python
     # wrote there next for a job, and crashed the process at random.
     gc.collect()
-    before = _os_threads()
+    before = _settled_threads()
     for threads in (2, 3, 7, 2):
         dev = _device(monkeypatch, "native", threads)
         np.testing.assert_array_equal(_fill(dev, 1001), np.arange(1001))
