@@ -6,8 +6,8 @@
   ``external_context`` is a ValueError before anything starts;
 * a device over a fake loader (internal: ``tack.runtime.level_zero.ze._library``)
   whose memory is host memory and whose launches are recorded, while clang
-  and llvm-spirv make real SPIR-V: the module's bytes, kernel arguments, the
-  scalar pack, groups, ``memory_space``, errors at the next wait, deferred
+  and llvm-spirv make real SPIR-V: the module's bytes, kernel arguments
+  (scalars by value, in their types' sizes), groups, ``memory_space``, errors at the next wait, deferred
   frees, ``external_context`` and the refusals.
 """
 
@@ -74,7 +74,7 @@ class FakeZe:
     def __init__(self):
         self.memory, self.host = {}, set()
         self.args, self.launches, self.spirv, self.freed = {}, [], [], []
-        self.sync_error = 0
+        self.sync_error, self.syncs = 0, 0
 
     def _out(self, ref, value):
         ref._obj.value = value
@@ -140,6 +140,7 @@ class FakeZe:
         return 0
 
     def zeEventHostSynchronize(self, event, timeout):
+        self.syncs += 1
         error, self.sync_error = self.sync_error, 0
         return error
 
@@ -163,7 +164,7 @@ class FakeZe:
         return 0
 
     def zeKernelSetArgumentValue(self, kernel, index, size, pointer):
-        self.args[index] = ctypes.c_uint64.from_address(pointer).value
+        self.args[index] = ctypes.string_at(pointer, size)   # the argument's bytes
         return 0
 
     def zeCommandListAppendLaunchKernel(self, lst, kernel, groups, event, n, waits):
@@ -199,6 +200,11 @@ def _device(index=0, **options):
     return Device(backend, "level_zero", index)
 
 
+def _word(data: bytes) -> int:
+    assert len(data) == 8
+    return int.from_bytes(data, "little")
+
+
 def test_kernels_become_spirv_and_launch_with_their_arguments(fake, rng):
     dev = _device()
     values = rng.values(tack.f32, 1001)
@@ -209,11 +215,34 @@ def test_kernels_become_spirv_and_launch_with_their_arguments(fake, rng):
     assert fake.spirv[-1][:4] == (0x07230203).to_bytes(4, "little")   # SPIR-V magic
     assert fake.kernel_name == b"tack_kernel_saxpy" and fake.group == (256, 1, 1)
     groups, args = fake.launches[-1]
-    assert groups == 4 and args[0] == x._ptr and args[1] == y._ptr and args[3] == 1001
-    pack = args[2]
-    assert np.frombuffer(fake.memory[pack][:4].tobytes(), np.float32)[0] == np.float32(2.5)
+    assert groups == 4 and [_word(args[k]) for k in (0, 1, 3)] == [x._ptr, y._ptr, 1001]
+    assert args[2] == np.float32(2.5).tobytes()   # the scalar by value, 4 bytes
     assert dev.backend.cache_target() == ("level_zero", "Fake Arc A770")
     assert x.__dlpack_device__() == (14, 0)   # kDLOneAPI
+
+
+@tack.kernel
+def scale_shift(x, y, a, b, k):
+    for i in range(len(x)):
+        y[i] = a * x[i] + b + k
+
+
+def test_scalars_go_by_value_in_their_types_and_changing_them_never_waits(fake):
+    dev = _device()
+    with dev:
+        x, y = tack.zeros(5, tack.f64), tack.zeros(5, tack.f64)
+        source = tack.inspect(scale_shift, x, y, 0.5, 1.5, 2, mode="source")
+        assert "double tack_var_a, double tack_var_b, int tack_var_k, long tack_total" in source
+        dev.synchronize()
+        syncs = fake.syncs
+        for step in range(4):
+            scale_shift(x, y, 0.5 * step, -1.5 * step, 3 - step)
+        assert fake.syncs == syncs   # no wait for a pack buffer
+    for step, (_, args) in enumerate(fake.launches[-4:]):
+        assert args[2] == np.float64(0.5 * step).tobytes()
+        assert args[3] == np.float64(-1.5 * step).tobytes()   # -0.0 keeps its sign
+        assert args[4] == np.int32(3 - step).tobytes()
+        assert [_word(args[k]) for k in (0, 1, 5)] == [x._ptr, y._ptr, 5]
 
 
 def test_drops_are_freed_at_the_next_wait_and_errors_raise_there(fake):

@@ -16,8 +16,6 @@ import ctypes
 import struct
 import threading
 
-import numpy as np
-
 from .. import types as T
 from ..codegen.llvm.module import POINTER
 from .host_eval import HELPERS, extent_source
@@ -29,19 +27,6 @@ _FORMATS = {T.i8: "b", T.i16: "h", T.i32: "i", T.i64: "q", T.u8: "B", T.u16: "H"
 def pack_format(fields) -> struct.Struct:
     """The native-aligned layout of a pack, the same as the LLVM struct's."""
     return struct.Struct("@" + "".join(_FORMATS[f] for f in fields) or "@i")
-
-
-def pack_arrays(info, scalars) -> list:
-    """One NumPy array per pack buffer of ``info`` (a PackInfo), holding a
-    launch's ``scalars`` in their slots: what a GPU backend copies into its
-    pack buffers."""
-    counts = [0] * len(info.buffers)
-    for _, buffer, slot in info.slots:
-        counts[buffer] = max(counts[buffer], slot + 1)
-    hosts = [np.zeros(max(n, 1), d.numpy) for n, d in zip(counts, info.buffers)]
-    for (_, buffer, slot), value in zip(info.slots, scalars):
-        hosts[buffer][slot] = value
-    return hosts
 
 
 class PackBuffers(threading.local):

@@ -7,9 +7,9 @@ OpenCL C of the C-family generator, turned into SPIR-V by clang and
 llvm-spirv (``spirv.py``) and loaded with ``zeModuleCreate``; 256 work-items
 per group. Launches are queued and return at once; host reads wait; a failed
 launch surfaces at the next wait. Host copies go through a host (USM)
-staging allocation and wait; the scalar pack is rewritten, and waited for,
-only when the scalars change. Memory an array drops while a queued launch
-may use it is freed at the next wait. DLPack speaks ``kDLOneAPI``;
+staging allocation and wait. Scalars are kernel arguments by value, as on
+OpenCL (no pack buffer to rewrite, and wait for, when they change). Memory an
+array drops while a queued launch may use it is freed at the next wait. DLPack speaks ``kDLOneAPI``;
 ``memory_space`` answers "level_zero" (device or shared USM) or "cpu".
 
 Written against ``ze_api.h`` and tested with the real loader (no driver
@@ -31,8 +31,8 @@ from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.workgroups import requires_full_workgroups
 from ..backend import Backend, device_address
 from ..grid import WORKGROUP, launch_count
-from ..launcher import pack_arrays
-from ..stream.backend import DeviceBuffer, packed
+from ..opencl.backend import typed_by_value
+from ..stream.backend import DeviceBuffer
 from . import spirv, ze
 from .ze import check, handle
 
@@ -44,15 +44,14 @@ MAX_PENDING_FREES = 256
 
 @dataclass
 class ZeProgram:
-    """A built variant: module, kernel, packs, and what its launch needs."""
+    """A built variant: module, kernel, and what its launch needs."""
 
     source: str
     entry: str
     module: object
     kernel: object
-    pack: object
-    pack_buffers: list
-    n_arrays: int
+    scalar_types: tuple   # per parameter: None for an array, else its NumPy dtype
+    n_extents: int
     cost: Cost
     lock: threading.Lock
     full_workgroups: bool = False
@@ -247,10 +246,10 @@ class LevelZeroBackend(Backend):
 
     # -- building -------------------------------------------------------------------------
     def typed(self, fn):
-        return packed(fn)[0]
+        return typed_by_value(fn)
 
     def inspect_source(self, fn, optimized: bool) -> str:
-        source = generate_c_source(packed(fn)[0], _TARGET)[0]
+        source = generate_c_source(typed_by_value(fn), _TARGET)[0]
         if optimized:
             raise ValueError("inspect mode 'optimized' is CPU only: the Level Zero "
                              "driver optimizes the SPIR-V inside its own compiler, whose "
@@ -258,7 +257,7 @@ class LevelZeroBackend(Backend):
         return source
 
     def build(self, fn) -> ZeProgram:
-        typed, info = packed(fn)
+        typed = typed_by_value(fn)
         source, entry = generate_c_source(typed, _TARGET)
         module = self._module(spirv.compile_spirv(source))
         kernel = handle()
@@ -268,13 +267,12 @@ class LevelZeroBackend(Backend):
         check(self.lib.zeKernelSetGroupSize(kernel, ctypes.c_uint32(WORKGROUP),
                                             ctypes.c_uint32(1), ctypes.c_uint32(1)),
               "zeKernelSetGroupSize")
-        packs = [self.allocate(8 * max(1, sum(1 for _, b, _ in info.slots if b == k)))
-                 for k in range(len(info.buffers))]
-        n_arrays = sum(1 for p in typed.params if p.is_array) - len(info.buffers)
+        scalar_types = tuple(None if p.is_array else p.dtype.numpy for p in typed.params)
         positions = tuple(k for k, p in enumerate(fn.params) if p.is_array)
-        return ZeProgram(source, entry, module, kernel, info, packs, n_arrays,
-                         iteration_cost(typed), threading.Lock(),
-                         requires_full_workgroups(typed), fn.name, positions)
+        return ZeProgram(source, entry, module, kernel, scalar_types,
+                         len(typed.parallel_for.extents), iteration_cost(typed),
+                         threading.Lock(), requires_full_workgroups(typed), fn.name,
+                         positions)
 
     def _module(self, binary: bytes):
         lib, module, log = self.lib, handle(), handle()
@@ -296,47 +294,42 @@ class LevelZeroBackend(Backend):
 
     # -- running ---------------------------------------------------------------------------
     def launcher(self, program: ZeProgram):
-        """``launch(args, extents)``: set the kernel's arguments and queue it,
-        under the backend lock (the kernel object holds its arguments)."""
-        lib, kernel, info, name = self.lib, program.kernel, program.pack, program.name
+        """``launch(args, extents)``: set the kernel's arguments (device addresses,
+        scalars by value in their parameters' types, then the extents) and queue
+        it, under the backend lock (the kernel object holds its arguments). A
+        scalar its type cannot hold raises before anything is queued."""
+        lib, kernel, name = self.lib, program.kernel, program.name
         set_arg, append = lib.zeKernelSetArgumentValue, lib.zeCommandListAppendLaunchKernel
-        values = (ctypes.c_uint64 * 64)()
-        addresses = [ctypes.addressof(values) + 8 * k for k in range(64)]
-        for k, pack in enumerate(program.pack_buffers):   # set once: they never move
-            values[program.n_arrays + k] = pack.address
-            check(set_arg(kernel, program.n_arrays + k, 8, addresses[program.n_arrays + k]),
-                  "zeKernelSetArgumentValue")
-        first_extent = program.n_arrays + len(program.pack_buffers)
+        n_params = len(program.scalar_types)
+        values = (ctypes.c_uint64 * (n_params + program.n_extents))()   # 8 bytes each
+        addresses = [ctypes.addressof(values) + 8 * k for k in range(len(values))]
+        sizes = [8 if dtype is None else np.dtype(dtype).itemsize
+                 for dtype in program.scalar_types] + [8] * program.n_extents
+        # each scalar is written into its own slot through a view in its type
+        scalars = [(k, np.frombuffer(values, dtype, 1, 8 * k))
+                   for k, dtype in enumerate(program.scalar_types) if dtype is not None]
+        arrays = program.array_positions
         groups = ze.GroupCount(0, 1, 1)
-        last = [None]
 
         def launch(args, extents):
             total = launch_count(name, extents, program.full_workgroups, MAX_LAUNCH,
                                  "Level Zero")
             if not total:
                 return
-            scalars = tuple(args[arg] for arg, _, _ in info.slots)
-            marker = tuple(map(repr, scalars))   # 0.0 == -0.0, but their bits differ
-            arguments = [(k, args[p]) for k, p in enumerate(program.array_positions)]
-            arguments += [(first_extent + k, e) for k, e in enumerate(
-                (total,) + tuple(extents[1:]))]
             with self._launch_lock:
-                if marker != last[0]:   # the pack buffers already hold these values
-                    for pack, host in zip(program.pack_buffers, pack_arrays(info, scalars)):
-                        self.copy_from_host(pack.address, host)
-                    last[0] = marker
-                shared = False
-                for index, value in arguments:
-                    if hasattr(value, "_ptr"):
-                        shared = shared or value._buffer.shared
-                        value = value._ptr
-                    values[index] = value
-                    check(set_arg(kernel, index, 8, addresses[index]),
-                          "zeKernelSetArgumentValue")
+                for k, view in scalars:
+                    view[0] = args[k]
+                for k in arrays:
+                    values[k] = args[k]._ptr
+                values[n_params] = total
+                for k in range(1, len(extents)):
+                    values[n_params + k] = extents[k]
+                for k, size in enumerate(sizes):
+                    check(set_arg(kernel, k, size, addresses[k]), "zeKernelSetArgumentValue")
                 groups.groupCountX = -(-total // WORKGROUP)
                 check(append(self.list, kernel, ctypes.byref(groups), None,
                              ctypes.c_uint32(0), None), "zeCommandListAppendLaunchKernel")
-                if shared:   # memory another library uses: complete before returning
-                    self._wait()
+                if any(args[k]._buffer.shared for k in arrays):
+                    self._wait()   # memory another library uses: complete before returning
         launch.parameters = values
         return launch

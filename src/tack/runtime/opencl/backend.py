@@ -33,6 +33,12 @@ MAX_LAUNCH = 1 << 40   # iterations one launch may index (a flat long index)
 _TARGET = OpenCLTarget()
 
 
+def typed_by_value(fn):
+    """The kernel's IR, annotated, its scalars left as parameters (passed by
+    value; no packing): what OpenCL C is generated from, here and for Level Zero."""
+    return verify(annotate_types(fn), "typed")
+
+
 def _cl():
     import pyopencl as cl  # an ImportError becomes "missing dependency"
     return cl
@@ -134,8 +140,7 @@ class OpenCLBackend(Backend):
 
     # -- building --------------------------------------------------------------------
     def typed(self, fn):
-        """The kernel's IR, annotated: its scalars stay parameters (no packing)."""
-        return verify(annotate_types(fn), "typed")
+        return typed_by_value(fn)
 
     def inspect_source(self, fn, optimized: bool) -> str:
         source = generate_c_source(self.typed(fn), _TARGET)[0]
@@ -147,7 +152,7 @@ class OpenCLBackend(Backend):
 
     def build(self, fn) -> CLProgram:
         cl = _cl()
-        typed = self.typed(fn)
+        typed = typed_by_value(fn)
         source, entry = generate_c_source(typed, _TARGET)
         try:
             program = cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
