@@ -49,6 +49,12 @@ def grid_fill(out, scale, shift):
 
 
 @tack.kernel
+def mixed(x, y, a, k, b, m):
+    for i in range(len(x)):
+        y[i] = a * x[i] + b + k * m
+
+
+@tack.kernel
 def int_sum(a, out):
     for i in range(len(a)):
         tack.atomic_add(out, 0, a[i])
@@ -239,6 +245,17 @@ def test_ndindex_launch_passes_the_inner_extents_and_packs_by_type(fake, fake_de
     pack = fake.pack_copies[-1]
     assert np.frombuffer(pack[:4], np.int32)[0] == 7
     assert np.frombuffer(pack[8:16], np.float64)[0] == 0.5
+
+
+def test_every_scalar_lands_in_its_slot_of_its_types_pack(fake, fake_device):
+    with fake_device:
+        x, y = tack.zeros(300), tack.zeros(300)
+        fake.arity = 5    # x, y, the f32 pack, the i32 pack, the iteration count
+        for a, k, b, m in [(1.25, 7, -3.5, 11), (0.5, -2, 1e30, 3)]:
+            mixed(x, y, a, k, b, m)
+            pack = fake.pack_copies[-1]
+            assert np.float32([a, b]).tobytes() in pack
+            assert np.int32([k, m]).tobytes() in pack
 
 
 @pytest.mark.parametrize("n", [0, -3])

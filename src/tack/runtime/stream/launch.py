@@ -124,19 +124,26 @@ def make_launch(backend, program):
 
 class PackWriter:
     """Copies a launch's scalars into the variant's pack allocation, on the
-    stream; ``last`` is what it holds. (From pageable memory the copy has
-    taken the bytes when ``cuMemcpyHtoDAsync`` returns; ``host`` is kept anyway.)"""
+    stream; ``last`` is what it holds. The scalars are written with one
+    assignment to a NumPy record whose fields sit at their slots' byte offsets
+    (NumPy's casts, as before: a float beyond f32 becomes inf, an integer its
+    type cannot hold raises OverflowError). From pageable memory the copy has
+    taken the bytes when ``cuMemcpyHtoDAsync`` returns; each write makes a new
+    record anyway, and the last is kept."""
 
     def __init__(self, backend, program):
         self.backend, self.program = backend, program
-        self.dtypes = [d.numpy for d in program.pack.buffers]
+        buffers, offsets = program.pack.buffers, program.pack_offsets
+        self.record = np.dtype({
+            "names": [f"s{k}" for k in range(len(program.pack.slots))],
+            "formats": [buffers[b].numpy for _, b, _ in program.pack.slots],
+            "offsets": [offsets[b] + slot * buffers[b].numpy.itemsize
+                        for _, b, slot in program.pack.slots],
+            "itemsize": program.pack_bytes})
         self.last, self.host = None, None
 
     def write(self, scalars) -> None:
-        program = self.program
-        host = np.zeros(program.pack_bytes, np.uint8)
-        views = [host[o:].view(d) for o, d in zip(program.pack_offsets, self.dtypes)]
-        for (arg, buffer, slot), value in zip(program.pack.slots, scalars):
-            views[buffer][slot] = value
-        self.backend.copy_from_host_async(program.pack_memory.address, host)
+        host = np.zeros(1, self.record)
+        host[0] = scalars
+        self.backend.copy_from_host_async(self.program.pack_memory.address, host)
         self.last, self.host = scalars, host
