@@ -6,6 +6,9 @@ Prints, for each library (medians):
   per batch, the stream drained once per batch; beside it the driver's own
   floor, ``cuLaunchKernel`` of an empty kernel called straight through
   ctypes in the same loop (no Python dispatch at all);
+* the same with a new scalar each call (a one-element saxpy whose ``a``
+  alternates): Tack copies its scalars into the variant's pack buffer when
+  they change, CuPy passes them by value;
 * saxpy (``y = a * x + y``) on 256M f32 in GB/s (12 bytes per element), next
   to the device-to-device copy bandwidth measured on the same device
   (``cuMemcpyDtoDAsync`` of 1 GiB, counted as read + write);
@@ -26,6 +29,7 @@ us; saxpy >= 90% of the copy bandwidth. Without a GPU it says so and exits 0.
 
 import argparse
 import ctypes
+import itertools
 import os
 import statistics
 import subprocess
@@ -128,11 +132,15 @@ def tack_side(n: int, calls: int, repeats: int) -> dict:
     launch = per_call(lambda: bump(one), dev.synchronize, calls, repeats)
     call = (lambda: bump(one), dev.synchronize)
     x, y = tack.ones(n, device=dev), tack.ones(n, device=dev)
+    sx, sy = tack.ones(1, device=dev), tack.ones(1, device=dev)
+    a = itertools.cycle((2.0, 3.0))
+    changing = per_call(lambda: saxpy(sx, sy, next(a)), dev.synchronize, calls, repeats)
     seconds = per_call(lambda: saxpy(x, y, 2.0), dev.synchronize, 3, repeats)
     assert y[n - 1] == y[0], "Tack's saxpy gave uneven results"
     reduce = per_call(x.sum, lambda: None, 3, repeats)   # each sum waits for its result
-    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "sum": 4 * n / reduce / 1e9,
-            "launch_call": call, **driver_floor(dev, calls, repeats)}
+    return {"launch": launch, "changing": changing, "saxpy": 12 * n / seconds / 1e9,
+            "sum": 4 * n / reduce / 1e9, "launch_call": call,
+            **driver_floor(dev, calls, repeats)}
 
 
 def cupy_side(n: int, calls: int, repeats: int):
@@ -148,12 +156,16 @@ def cupy_side(n: int, calls: int, repeats: int):
                       repeats)
     call = (lambda: bump_k((1,), (256,), (one, cp.int64(1))), sync)
     x, y = cp.ones(n, cp.float32), cp.ones(n, cp.float32)
+    sx, sy = cp.ones(1, cp.float32), cp.ones(1, cp.float32)
+    a = itertools.cycle((2.0, 3.0))
+    changing = per_call(lambda: saxpy_k((1,), (256,), (sx, sy, cp.float32(next(a)),
+                                                       cp.int64(1))), sync, calls, repeats)
     blocks = (-(-n // 256),)
     seconds = per_call(lambda: saxpy_k(blocks, (256,), (x, y, cp.float32(2.0),
                                                         cp.int64(n))), sync, 3, repeats)
     reduce = per_call(lambda: float(x.sum()), sync, 3, repeats)
-    return {"launch": launch, "saxpy": 12 * n / seconds / 1e9, "sum": 4 * n / reduce / 1e9,
-            "launch_call": call, "version": cp.__version__}
+    return {"launch": launch, "changing": changing, "saxpy": 12 * n / seconds / 1e9,
+            "sum": 4 * n / reduce / 1e9, "launch_call": call, "version": cp.__version__}
 
 
 def warp_side(n: int, calls: int, repeats: int):
@@ -315,6 +327,9 @@ def main():
     print(f"\n{'':34}" + "".join(f"{name:>12}" for name in names))
     print(f"{'warm launch, 1 element (us)':34}" +
           "".join(f"{results[k]['launch'] * 1e6:12.2f}" for k in names))
+    print(f"{'  with a new scalar each call (us)':34}" + "".join(
+        f"{results[k]['changing'] * 1e6:12.2f}" if results[k].get("changing") else
+        f"{'-':>12}" for k in names))
     print(f"{'saxpy (GB/s)':34}" + "".join(f"{results[k]['saxpy']:12.1f}" for k in names))
     print(f"{'saxpy / copy bandwidth':34}" +
           "".join(f"{results[k]['saxpy'] / copy:12.1%}" for k in names))
