@@ -236,3 +236,66 @@ def test_effects_inside_the_loop_are_fine(n, rng):
     assert c.numpy()[0] == n
     # every iteration saw a distinct old value of the counter
     np.testing.assert_array_equal(np.sort(d.numpy()), np.arange(n, dtype=np.float32))
+
+
+# The loop's range is evaluated on the host with the values that parameters
+# and locals hold when the loop starts, as Python would.
+@tack.kernel
+def k_range_from_a_redefined_parameter(out, n, flag):
+    n = n - 1
+    for i in range(n):
+        out[i] = n
+
+
+@tack.kernel
+def k_range_before_a_redefinition(out, n, flag):
+    m = n
+    n = 3
+    for i in range(m):
+        out[i] = n
+
+
+@tack.kernel
+def k_range_after_a_swap(out, n, flag):
+    n, flag = flag, n
+    for i in range(n):
+        out[i] = flag
+
+
+@tack.kernel
+def k_range_unaffected_by_a_later_branch(out, n, flag):
+    m = n
+    if flag > 2:
+        n = 1
+    for i in range(m):
+        out[i] = n
+
+
+@pytest.mark.parametrize("kernel", [k_range_from_a_redefined_parameter,
+                                    k_range_before_a_redefinition,
+                                    k_range_after_a_swap,
+                                    k_range_unaffected_by_a_later_branch])
+@pytest.mark.parametrize("n, flag", [(0, 0), (1, 3), (4, 1), (7, 5)])
+def test_the_range_takes_the_values_at_the_loop(kernel, n, flag):
+    out = tack.full(9, -1, tack.i64)
+    kernel(out, n, flag)
+    expected = np.full(9, -1, np.int64)
+    kernel.__wrapped__(expected, n, flag)   # the same function as plain Python
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+@tack.kernel
+def k_range_from_a_branch(out, n, flag):
+    m = 2
+    if flag > 0:
+        m = n
+    for i in range(m):
+        out[i] = 1
+
+
+def test_a_range_that_depends_on_a_branch_is_rejected():
+    message = ("Kernel 'k_range_from_a_branch': unsupported parallel loop range that uses "
+               "'m', which is assigned inside an if before the loop (its value at the "
+               "loop is not known before the launch) at line ")
+    with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(message)):
+        k_range_from_a_branch(tack.zeros(4, tack.i64), 3, 1)

@@ -137,8 +137,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         else:
             raise scope.unsupported("parallel loop over something other than range() "
                                     "or tack.ndindex()", node.iter)
-        definitions = _single_definitions(pre_ir)
-        extents = tuple(self.host_extent(e, definitions, node) for e in extents)
+        at_loop = _values_at_loop(pre_ir)
+        extents = tuple(self.host_extent(e, at_loop, node) for e in extents)
         scope.loops.append("parallel")
         try:
             body = prefix + self.block(node.body)
@@ -226,13 +226,16 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         prefix.append(S.Assign(names[0], rest, span=span))
         return (idx,), (total,), tuple(prefix)
 
-    def host_extent(self, expr, definitions, node) -> E.Expr:
-        """The loop extent over parameters only, for evaluation on the host."""
-        def substitute(e):
-            if isinstance(e, E.Name) and e.id in definitions:
-                return rewrite(definitions[e.id], substitute)
-            return e
-        expr = rewrite(expr, substitute)
+    def host_extent(self, expr, at_loop, node) -> E.Expr:
+        """The loop extent over parameters only, for evaluation on the host
+        (``at_loop``: see ``_values_at_loop``)."""
+        try:
+            expr = _substitute(expr, *at_loop)
+        except _Unknown as unknown:
+            raise self.scope.unsupported(
+                f"parallel loop range that uses '{unknown.args[0]}', which is assigned "
+                "inside an if before the loop (its value at the loop is not known "
+                "before the launch)", node.iter) from None
         for sub in walk(expr):
             if not isinstance(sub, _HOST_NODES) or (
                     isinstance(sub, E.Name) and sub.id not in self.scalar_params):
@@ -349,14 +352,44 @@ def _as_function(tree, returned):
     return probe
 
 
-def _single_definitions(pre_ir) -> dict:
-    counts, values = {}, {}
+class _Unknown(Exception):
+    """A name whose value at the parallel loop depends on a branch taken."""
+
+
+def _substitute(expr, values: dict, unknown: set) -> E.Expr:
+    """``expr`` with each local replaced by its value (see ``_values_at_loop``);
+    parameters that no statement before the loop assigns stay as they are."""
+    def replace(e):
+        if isinstance(e, E.Name):
+            if e.id in unknown:
+                raise _Unknown(e.id)
+            return values.get(e.id, e)
+        return e
+    return rewrite(expr, replace)
+
+
+def _values_at_loop(pre_ir) -> tuple:
+    """``(values, unknown)``: what each name assigned before the parallel loop
+    holds when the loop starts, as the host can compute it from the arguments.
+    The top-level assignments are followed in order, each value written in
+    terms of the parameters as they were passed (so ``n = n - 1`` and ``m = n;
+    n = 3`` mean what Python means); a name assigned inside an ``if`` is
+    ``unknown``, since its value depends on the branch taken."""
+    values, unknown = {}, set()
     for stmt in pre_ir:
+        if isinstance(stmt, S.Assign):
+            try:
+                values[stmt.target] = _substitute(stmt.value, values, unknown)
+                unknown.discard(stmt.target)
+            except _Unknown:
+                values.pop(stmt.target, None)
+                unknown.add(stmt.target)
+            continue
         for node in walk(stmt):
             if isinstance(node, S.Assign):
-                counts[node.target] = counts.get(node.target, 0) + 1
-                values[node.target] = node.value
-    return {name: values[name] for name, n in counts.items() if n == 1}
+                values.pop(node.target, None)
+                unknown.add(node.target)
+    return values, unknown
 
 
 def lower_kernel(source, fn, debug: bool = False, elements=None, extra=None) -> Lowered:
