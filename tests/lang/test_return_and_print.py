@@ -219,3 +219,18 @@ def test_returned_value_uses_the_loops_float_type():
     a = tack.zeros(3)
     value = k_same_float_as_the_loop(a, 10)
     assert value == float(a.numpy()[0]) == float(np.float32(0.1))
+
+
+@tack.kernel
+def k_return_reads_another_array(a, b) -> float:
+    for i in range(len(a)):
+        a[i] = a[i] + 1.0
+    return b[len(b) - 1] + len(b)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_an_array_only_the_return_uses(n, rng):
+    a, b_np = tack.zeros(3), rng.floats(n)
+    got = k_return_reads_another_array(a, tack.array(b_np))
+    assert got == pytest.approx(float(b_np[-1]) + n)
+    np.testing.assert_array_equal(a.numpy(), np.ones(3, np.float32))

@@ -190,3 +190,48 @@ def test_concurrent_calls_use_their_own_arguments():
         t.join(60)
     assert errors == []
     assert [o[0] for o in outs] == [k * 1000 + 49 for k in range(4)]
+
+
+# -- the return epilogue's own stores and atomics are checked too ------------------
+
+@tack.func
+def set_first(v):
+    v[0] = 42.0
+    return 1.0
+
+
+@tack.kernel
+def k_return_stores(a, b) -> float:
+    for i in range(len(b)):
+        b[i] = 1.0
+    return set_first(a)
+
+
+@tack.kernel
+def k_return_atomic(a, b) -> int:
+    for i in range(len(b)):
+        b[i] = 1.0
+    return tack.atomic_add(a, 0, 1)
+
+
+@pytest.mark.parametrize("kernel, dtype", [(k_return_stores, np.float32),
+                                           (k_return_atomic, np.int32)])
+def test_a_read_only_array_the_return_writes_is_refused_before_anything_runs(kernel, dtype):
+    host = np.zeros(4, dtype)
+    read_only = tack.array_from_ptr(host, (4,), tack.f32 if dtype == np.float32 else tack.i32)
+    b = tack.zeros(4)
+    with pytest.raises(ValueError, match=f"Kernel '{kernel.__name__}': parameter 'a' may "
+                                         "be written, but its array is read-only"):
+        kernel(read_only, b)
+    np.testing.assert_array_equal(host, 0)
+    np.testing.assert_array_equal(b.numpy(), 0)   # the loop did not run either
+
+
+def test_a_misaligned_atomic_target_in_the_return_is_refused():
+    raw = np.zeros(64, np.uint8)
+    base = raw.ctypes.data
+    misaligned = tack.array_from_ptr(base + (8 - base % 8) % 8 + 2, (4,), tack.i32,
+                                     writable=True)
+    with pytest.raises(ValueError, match="parameter 'a' is an atomic target, but its "
+                                         "array is not aligned"):
+        k_return_atomic(misaligned, tack.zeros(4))

@@ -235,6 +235,15 @@ class ResultReader:
         self.kind = lowered.result_kind
         self.shape = T.element_shape(lowered.result_type)
 
+    def check_writable(self, args) -> None:
+        """``check_writable`` for the epilogue's own stores and atomics, on the
+        variant the first run takes (a scratch result array stands in)."""
+        from .creation import empty
+        inner, fn = self.inner, self.inner.template.lowered.epilogue
+        full = tuple(args) + (empty(self.count, self.dtype, device=self.device),)
+        mode = variant_mode(inner.backend, fn, full, inner.specs)
+        check_writable(inner.kernel.name, inner.program(mode).variant, fn.params, full)
+
     def __call__(self, args):
         from .creation import empty
         result = empty(self.count, self.dtype, device=self.device)

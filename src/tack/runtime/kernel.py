@@ -264,6 +264,8 @@ class Kernel:
         # the variant this call takes (the runner would pick the same one)
         mode = variant_mode(device.backend, lowered.kernel, args, specs)
         check_writable(self.name, bound.program(mode).variant, params, args)
+        if result is not None:
+            result.check_writable(args)   # the epilogue may store and run atomics too
         if debug:
             return _debug.Checked(self.name, bound, lowered, device, len(user_args)), template
         return bound, template

@@ -76,7 +76,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             validate_source(self.source, _as_function(tree, returned))
         scope = Scope.for_function(self.source, tree, self.fn, extra=self.extra)
         self.scope = scope
-        uses = array_uses(self.source, tree, scope.bindings)
+        # arrays the return alone uses are arrays too
+        uses = array_uses(self.source, self.source.tree, scope.bindings)
         params = tuple(self.param(a, uses) for a in tree.args.args)
         self.array_params = {p.name for p in params if p.is_array}
         self.scalar_params = {p.name for p in params if not p.is_array}
