@@ -353,3 +353,26 @@ def test_expansion_order_follows_stage_two(rng):
     expected = (first.table.numpy() * np.float32(2.0) + np.float32(0.5)
                 + second.lookup.numpy() + second.table.numpy() * np.float32(3.0))
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, err_msg=f"seed={rng.seed}")
+
+
+@tack.kernel
+def apply_two(x, spring, f, other):
+    for i in range(len(x)):
+        f[i] = spring.force(x[i], i) + other.rest
+
+
+def test_a_wrong_argument_count_is_a_type_error_every_time():
+    x, f = tack.zeros(3), tack.zeros(3)
+    spring, other = Spring(0.5, tack.zeros(3)), Spring(0.0, tack.zeros(3))
+    # too few: the count of the kernel as written; too many: counted after
+    # expanding the instances (each becomes its attributes)
+    calls = [((x, spring, f), "expects 4 arguments, got 3"),
+             ((x, f), "expects 4 arguments, got 2"),
+             ((x, spring, f, other, 5), "expects 5 arguments, got 6")]
+    for _ in range(2):   # the same errors once the kernel has run
+        for args, message in calls:
+            with pytest.raises(TypeError, match=re.escape(f"Kernel 'apply_two' {message}")):
+                apply_two(*args)
+        apply_two(x, spring, f, other)
+    with pytest.raises(TypeError, match=re.escape("Kernel 'apply' expects 3 arguments, got 2")):
+        apply(x, f)

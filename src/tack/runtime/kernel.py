@@ -18,7 +18,7 @@ from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
 from ..lang import device_class
 from ..lang.func import _require_def
-from ..lang.lower.kernel import lower_kernel
+from ..lang.lower.kernel import lower_kernel, validate_kernel
 from ..lang.source import read_source
 from . import debug as _debug
 from . import record as _record
@@ -225,9 +225,11 @@ class Kernel:
 
     def _resolve(self, args, default, debug: bool = False):
         """The slow path: a runner for this call's signature, recorded for the next."""
-        if any(device_class.is_instance(a) for a in args):
+        n_args = self._plain.n_args
+        if len(args) >= n_args and any(device_class.is_instance(a) for a in args):
             runner = Expanding(self, args, default, debug)
-            self._fast[debug].add(args, frozenset(), runner)
+            if len(args) == n_args:   # else it raises the count error, after expanding
+                self._fast[debug].add(args, frozenset(), runner)
             return runner
         bound, template = self._bind(args, default, debug)
         self._fast[debug].add(args, template.shape_params, bound)
@@ -238,7 +240,7 @@ class Kernel:
         source = self.source if expanded is None else expanded.source
         count = len(source.tree.args.args)
         if len(args) != count:
-            self._template(debug, (), expanded)   # its syntax errors come first
+            validate_kernel(source)   # its syntax errors come first
             raise TypeError(f"Kernel '{self.name}' expects {count} arguments, "
                             f"got {len(args)}")
         return self._template(debug, element_spec(args), expanded)

@@ -70,10 +70,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
 
     # -- entry --------------------------------------------------------------------
     def lower(self) -> Lowered:
-        tree, returned = _split_result(self.source.tree)
-        validate_source(self.source, tree)
-        if returned is not None:
-            validate_source(self.source, _as_function(tree, returned))
+        tree, returned = validate_kernel(self.source)
         scope = Scope.for_function(self.source, tree, self.fn, extra=self.extra)
         self.scope = scope
         # arrays the return alone uses are arrays too
@@ -342,6 +339,17 @@ def _split_result(tree: ast.FunctionDef):
         trimmed.body = tree.body[:-1]
         return trimmed, returned
     return tree, None
+
+
+def validate_kernel(source) -> tuple:
+    """Check the kernel's source against the language (the allow-list of
+    constructs, ``validate.py``); ``(tree without the final return, the
+    return or None)``."""
+    tree, returned = _split_result(source.tree)
+    validate_source(source, tree)
+    if returned is not None:
+        validate_source(source, _as_function(tree, returned))
+    return tree, returned
 
 
 def _as_function(tree, returned):
