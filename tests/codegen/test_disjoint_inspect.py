@@ -149,6 +149,31 @@ def plain(a):
         a[i] = 0
 
 
+@tack.kernel
+def first_n(a, n):
+    for i in range(n):
+        a[i] = 1.0
+
+
+@tack.kernel
+def every_kth(a, k):
+    for i in range(len(a) // k):
+        a[i * k] = 1.0
+
+
+def test_inspect_refuses_the_ranges_a_call_refuses():
+    a = tack.zeros(4)
+    cases = [(first_n, (a, 2.0), TypeError, "the parallel loop's range uses 'n', a float"),
+             (every_kth, (a, 0), ValueError, "the parallel loop's range divides by zero")]
+    for kernel, args, error, message in cases:
+        with pytest.raises(error, match=re.escape(message)):
+            kernel(*args)
+        for mode in ("ir", "source"):
+            with pytest.raises(error, match=re.escape(message)):
+                tack.inspect(kernel, *args, mode=mode)
+    np.testing.assert_array_equal(a.numpy(), 0)
+
+
 def test_inspect_errors():
     x, y, out = _arrays()
     with pytest.raises(TypeError, match=re.escape("Expected a @tack.kernel, got function")):

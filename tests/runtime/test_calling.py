@@ -235,3 +235,23 @@ def test_a_misaligned_atomic_target_in_the_return_is_refused():
     with pytest.raises(ValueError, match="parameter 'a' is an atomic target, but its "
                                          "array is not aligned"):
         k_return_atomic(misaligned, tack.zeros(4))
+
+
+@tack.kernel
+def k_count_into(a, b):
+    for i in range(len(b)):
+        tack.atomic_add(a, 0, 1)
+
+
+def test_inspect_refuses_read_only_and_misaligned_arrays_as_a_call_does():
+    read_only = tack.array_from_ptr(np.zeros(4, np.int32), (4,), tack.i32)
+    with pytest.raises(ValueError, match="parameter 'a' may be written, but its array is "
+                                         "read-only"):
+        tack.inspect(k_count_into, read_only, tack.zeros(4))
+    raw = np.zeros(64, np.uint8)
+    base = raw.ctypes.data
+    misaligned = tack.array_from_ptr(base + (8 - base % 8) % 8 + 2, (4,), tack.i32,
+                                     writable=True)
+    with pytest.raises(ValueError, match="parameter 'a' is an atomic target, but its "
+                                         "array is not aligned"):
+        tack.inspect(k_count_into, misaligned, tack.zeros(4))

@@ -275,11 +275,13 @@ def test_workgroup_kernels_compile_and_must_fill_whole_workgroups(fake, fake_dev
         fake.arity = 3
         block_sums(x, sums)
         assert fake.launches[-1][:2] == ((2, 1, 1), (256, 1, 1))
-        with pytest.raises(ValueError, match=re.escape(
-                "Kernel 'block_sums' uses workgroup collectives (barriers, shared memory "
-                "or block reductions), so its launch must fill whole workgroups of 256: "
-                "300 iterations is not a multiple of 256")):
+        message = ("Kernel 'block_sums' uses workgroup collectives (barriers, shared "
+                   "memory or block reductions), so its launch must fill whole workgroups "
+                   "of 256: 300 iterations is not a multiple of 256")
+        with pytest.raises(ValueError, match=re.escape(message)):
             block_sums(tack.zeros(300), sums)
+        with pytest.raises(ValueError, match=re.escape(message)):   # inspect refuses it too
+            tack.inspect(block_sums, tack.zeros(300), sums)
 
 
 def test_disjoint_arrays_get_restrict_pointers_and_four_iterations_per_thread(

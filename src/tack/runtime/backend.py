@@ -27,6 +27,10 @@ class Backend:
     supported_dtypes = frozenset(T.SCALAR_TYPES)
     atomic_dtypes = frozenset()
     supports_workgroups = False
+    # With workgroups: the most iterations one launch may index, and the name
+    # of the API in messages.
+    max_launch: int = 0
+    api_name: str = ""
     specialize_disjoint = False
     # Disjoint calls whose write-only arrays hold at least ``streaming_bytes``
     # take a variant whose stores into them bypass the caches (the CPU).

@@ -1,8 +1,10 @@
 """``tack.inspect``: the IR, source, optimized code or cost a call would run.
 
 It runs the same pipeline as dispatch on a private copy, for the device the
-call would run on, without launching and without filling the variant cache.
-Unlike dispatch it does not translate errors.
+call would run on, without launching and without filling the variant cache,
+and refuses what a call with these arguments would refuse (a float or a
+``// 0`` in the range, read-only or misaligned arrays, a launch that does not
+fill whole workgroups). Unlike dispatch it does not translate errors.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from __future__ import annotations
 from ..ir.cost import iteration_cost
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.annotate import annotate_types
+from ..ir.passes.workgroups import requires_full_workgroups
 from ..ir.printer import format_function
 from ..ir.verify import verify
 from .debug import debug_enabled, hidden_arrays
 from .device import get_default_device
-from .dispatch import DISJOINT, STREAMING, classify, placement, variant_mode
+from .dispatch import (DISJOINT, STREAMING, Variant, check_extent_types, check_writable,
+                       classify, placement, variant_mode)
 from .expanding import expand_call
+from .grid import launch_count
+from .host_eval import extent_evaluator
 from .kernel import Kernel
 
 MODES = ("ir", "source", "optimized", "cost")
@@ -36,11 +42,19 @@ def inspect(kernel, *args, mode: str = "source") -> str:
         args = tuple(args) + hidden_arrays(template, args, device)
     backend = device.backend
     specs = classify(kernel.name, template.params, args)
+    check_extent_types(kernel.name, template, specs)
+    positions = {p.name: k for k, p in enumerate(template.params)}
+    extents = [extent_evaluator(e, positions)(args) for e in template.parallel_for.extents]
     variant = variant_mode(backend, template, args, specs)
     request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                              backend.class_name, variant >= DISJOINT,
                              backend.supports_workgroups, variant == STREAMING)
     optimized = run_pipeline(template, request)
+    # the checks a launch makes with these arguments, as dispatch makes them
+    check_writable(kernel.name, Variant(optimized, None), template.params, args)
+    if backend.supports_workgroups:
+        launch_count(kernel.name, extents, requires_full_workgroups(optimized),
+                     backend.max_launch, backend.api_name)
     if mode == "ir":  # before any backend's scalar packing
         return format_function(verify(annotate_types(optimized), "typed"))
     if mode == "cost":

@@ -84,6 +84,7 @@ def _handles(external, index: int, found_devices) -> tuple:
 class LevelZeroBackend(Backend):
     name = "level_zero"
     api_name = "Level Zero"
+    max_launch = MAX_LAUNCH
     supports_workgroups = True
     device_options = ("external_context",)
     dlpack_device_type = 14   # kDLOneAPI

@@ -99,7 +99,9 @@ class CLProgram:
 
 class OpenCLBackend(Backend):
     name = "opencl"
+    api_name = "OpenCL"
     supports_workgroups = True
+    max_launch = MAX_LAUNCH
     dlpack_device_type = 4  # kDLOpenCL
     dlpack_refusal_note = ("OpenCL buffers have no address Tack can share; copy "
                            "through the host (a.numpy(), tack.array(..., device=...))")
@@ -182,7 +184,7 @@ class OpenCLBackend(Backend):
         def launch(args, extents):
             total = extents[0]
             if checked or len(extents) > 1 or total > MAX_LAUNCH:
-                total = launch_count(name, extents, checked, MAX_LAUNCH, "OpenCL")
+                total = launch_count(name, extents, checked, MAX_LAUNCH, self.api_name)
             if total <= 0:
                 return
             values = [a._buffer.mem if type(a) is Array else a for a in args]

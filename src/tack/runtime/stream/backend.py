@@ -26,7 +26,7 @@ from ...ir.passes.pack import PackInfo, pack_scalars
 from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
 from ..backend import Backend
-from .launch import make_launch
+from .launch import MAX_LAUNCH, make_launch
 
 
 class DeviceBuffer:
@@ -113,6 +113,7 @@ class StreamBackend(Backend):
     """The shared half of the CUDA and HIP backends (see the module doc)."""
 
     supports_workgroups = True
+    max_launch = MAX_LAUNCH
     specialize_disjoint = True   # disjoint arrays get __restrict__ pointers
     target = None                # the C-family target of the backend's dialect
     supports_device_reductions = True   # f32 sum/min/max (reduce.py)
