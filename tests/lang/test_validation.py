@@ -271,6 +271,18 @@ def k_kwargs(a, **options):
 
 
 @tack.kernel
+def k_print_keyword(a):
+    for i in range(len(a)):
+        print(i, dtype=tack.f64)
+
+
+@tack.kernel
+def k_barrier_keyword(a):
+    for i in range(len(a)):
+        tack.barrier(dtype=tack.f64)
+
+
+@tack.kernel
 def k_keyword_only(a, *, b):
     for i in range(len(a)):
         a[i] = 1.0
@@ -493,6 +505,8 @@ _UNSUPPORTED = {
     k_for_else: "unsupported for-else at line 4, column 9",
     k_while_else: "unsupported while-else at line 4, column 9",
     k_keyword: "unsupported keyword argument at line 4, column 35",
+    k_print_keyword: "unsupported keyword argument at line 4, column 24",
+    k_barrier_keyword: "unsupported keyword argument at line 4, column 28",
     k_default: "unsupported default parameter value at line 2, column 1",
     k_varargs: "unsupported parameter kind (only plain positional parameters) at "
                "line 2, column 1",

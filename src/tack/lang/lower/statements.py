@@ -230,9 +230,13 @@ class StatementLowering:
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return []  # a docstring
         target = self.scope.bindings.resolve(value.func)
-        if getattr(target, "name", None) == "builtins.print":
+        name = getattr(target, "name", None)
+        if name in ("builtins.print", "tack.barrier") and value.keywords:
+            # call() refuses keywords; these two statements do not go through it
+            raise self.scope.unsupported("keyword argument", value.keywords[0].value)
+        if name == "builtins.print":
             return [self.print_statement(value)]
-        if getattr(target, "name", None) == "tack.barrier":
+        if name == "tack.barrier":
             if value.args:
                 raise self.scope.unsupported("tack.barrier() with arguments", value)
             return [S.Barrier(span=self.scope.span(node))]
