@@ -162,6 +162,8 @@ def test_a_process_that_stores_does_not_prune(case, cache_dir, tools, seed):
     else:
         made, _ = automatic_prune(cache_dir, tools, seed, "unlimited")
     assert present(made) == sorted(p for p, _, _ in made), f"seed={seed}"
+    if case != "pruned less than an hour ago":   # a look that prunes nothing
+        assert not os.path.exists(os.path.join(cache_dir, "last-prune"))   # keeps the hour
 
 
 @tack.kernel
@@ -188,5 +190,32 @@ def test_each_configured_directory_gets_its_own_pruning(tmp_path, seed):
             kernel(tack.zeros(4))   # stores entries, which prunes once per directory
             remaining = sum(os.path.getsize(p) for p, _, _ in made if os.path.exists(p))
             assert remaining <= limit, (name, remaining)
+    finally:
+        tack.cache.configure()
+
+
+@tack.kernel
+def _third_store(a):
+    for i in range(len(a)):
+        a[i] = 3.0
+
+
+def test_a_process_that_keeps_storing_prunes_once_it_passes_the_limit(tmp_path, seed,
+                                                                      monkeypatch):
+    from tack.cache import core
+    monkeypatch.setattr(core, "PRUNE_CHECK_SECONDS", 0.0)   # look at every store
+    gen = np.random.default_rng(seed)
+    directory = tmp_path / "cache"
+    directory.mkdir(mode=0o700)
+    limit = 200_000
+    try:
+        tack.cache.configure(directory=str(directory), mode="write", max_size=limit)
+        made = fake_entries(str(directory), gen, 10, sizes=(5_000, 10_000))
+        _first_store(tack.zeros(4))       # under the limit: nothing pruned
+        assert present(made) == sorted(p for p, _, _ in made)
+        made += fake_entries(str(directory), gen, 30, sizes=(5_000, 10_000))
+        _third_store(tack.zeros(4))       # past it now, in the same process
+        left = sum(os.path.getsize(p) for p, _, _ in made if os.path.exists(p))
+        assert left <= 0.9 * limit, f"seed={seed}"
     finally:
         tack.cache.configure()

@@ -20,7 +20,7 @@ def configure(directory=None, mode=None, max_size=None) -> None:
     Takes effect at the next kernel compiled."""
     _settings.configure(directory, mode, max_size)
     _cache()._usable.clear()
-    _cache()._pruned = False  # a newly configured directory gets its own pruning check
+    _cache()._next_prune_check = 0.0  # a newly configured directory is looked at at once
 
 
 def settings() -> tuple:

@@ -17,9 +17,12 @@ import os
 import struct
 import sys
 import threading
+import time
 
 from . import settings as S
 from . import store
+
+PRUNE_CHECK_SECONDS = 60.0   # how often a storing process looks at the cache's size
 
 FORMAT = 1
 _META = struct.Struct("<I")
@@ -58,7 +61,7 @@ class KernelCache:
         self.memory: dict = {}        # key -> whole entry bytes, from bundles
         self.stats = {"hits": 0, "misses": 0, "writes": 0}
         self._usable: dict = {}       # directory -> bool
-        self._pruned = False
+        self._next_prune_check = 0.0  # time.monotonic() of the next size check
 
     # -- where entries live -----------------------------------------------------------
     def settings(self) -> S.Settings:
@@ -131,11 +134,18 @@ class KernelCache:
             self._maybe_prune(settings)
 
     def _maybe_prune(self, settings) -> None:
-        if self._pruned or settings.max_size is None:
+        """Past the size limit, prune: the size is looked at on the first store
+        and then at most every PRUNE_CHECK_SECONDS, and a directory is pruned at
+        most once an hour (``store.prune_due``, asked only when past the limit,
+        so a look that finds nothing to do does not use up the hour)."""
+        now = time.monotonic()
+        if settings.max_size is None or now < self._next_prune_check:
             return
-        self._pruned = True
-        if store.prune_due(settings.directory):
-            store.prune(settings.directory, settings.max_size, only_past_limit=True)
+        self._next_prune_check = now + PRUNE_CHECK_SECONDS
+        directory = settings.directory
+        if (store.entries_size(directory) > settings.max_size
+                and store.prune_due(directory)):
+            store.prune(directory, settings.max_size, only_past_limit=True)
 
     def _count(self, name: str) -> None:
         with self._lock:

@@ -241,6 +241,11 @@ def prune(directory: str, max_size, only_past_limit: bool = False) -> tuple:
     return removed, total
 
 
+def entries_size(directory: str) -> int:
+    """Bytes the entries of every Tack version take."""
+    return sum(size for _, size, _ in entry_files(directory))
+
+
 def prune_due(directory: str) -> bool:
     """True at most once an hour per directory (a stamp file records the last)."""
     stamp = os.path.join(directory, PRUNE_STAMP)
