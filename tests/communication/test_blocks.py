@@ -146,3 +146,13 @@ def test_collective_errors():
     with pytest.raises(TypeError, match=re.escape(
             "Blocks.all_reduce() takes a dict of block ids to values, not list")):
         blocks.all_reduce([1.0, 2.0])
+
+
+def test_collectives_refuse_an_array_on_another_device():
+    blocks = tack.Blocks(["cpu"] * 2)
+    elsewhere = tack.zeros(2, device=tack.device("cpu", num_threads=1))
+    for name in ("all_reduce", "all_gather", "exclusive_scan"):
+        with pytest.raises(ValueError, match=re.escape(
+                f"Blocks.{name}(): the value of block 0 is not on block 0's device "
+                f"(Device('cpu')) but on another (Device('cpu')); copy it there first")):
+            getattr(blocks, name)({0: elsewhere, 1: tack.zeros(2)})

@@ -12,7 +12,7 @@ import numpy as np
 from .. import types as T
 from ..runtime.array import Array
 from ..runtime.creation import array as _to_device
-from .errors import require_every_local
+from .errors import require_every_local, require_on_device
 
 OPS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 
@@ -51,6 +51,8 @@ def local_values(blocks, call: str, values) -> tuple:
     require_every_local(blocks, call, "the values", values)
     kinds, host = {}, {}
     for gid in blocks.local:
+        if isinstance(values[gid], Array):
+            require_on_device(blocks, call, f"the value of block {gid}", gid, values[gid])
         kinds[gid], host[gid] = kind_of(call, gid, values[gid])
     distinct = sorted({describe(k) for k in kinds.values()})
     if len(distinct) > 1:
