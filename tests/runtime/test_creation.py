@@ -178,6 +178,23 @@ def test_array_infers_the_dtype_of_python_values(obj, dtype):
     check(tack.array(obj), expected.shape, dtype, expected)
 
 
+@pytest.mark.parametrize("obj", [[1, 2 ** 63 + 1], [[3, 2 ** 64 - 1], [0, 7]]])
+def test_ints_past_i64_with_small_ones_are_u64_not_floats(obj):
+    # NumPy reads these as float64 (losing the large values' low bits)
+    expected = np.array(obj, np.uint64)
+    check(tack.array(obj), expected.shape, tack.u64, expected)
+
+
+@pytest.mark.parametrize("obj, message", [
+    ([-1, 2 ** 63], "the integers -1 and 9223372036854775808 fit no one 64-bit type"),
+    ([1, 2 ** 64], "integer 18446744073709551616 is outside the 64-bit range"),
+    ([-(2 ** 63) - 1, 0], "integer -9223372036854775809 is outside the 64-bit range"),
+])
+def test_ints_no_64_bit_type_holds_raise_type_error(obj, message):
+    with pytest.raises(TypeError, match=re.escape(message)):
+        tack.array(obj)
+
+
 def test_array_with_dtype_converts():
     check(tack.array([1.7, -2.2], dtype=tack.i32), (2,), tack.i32, [1, -2])
     check(tack.array([True, False], dtype=tack.i32), (2,), tack.i32, [1, 0])

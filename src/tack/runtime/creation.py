@@ -108,6 +108,10 @@ def _host_values(obj, dtype) -> np.ndarray:
     if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
         T.from_numpy(values.dtype)
         return values
+    if values.dtype.kind in "fO":   # NumPy's answer for ints past i64 (or u64)
+        ints = _python_ints(obj)
+        if ints is not None:
+            return ints
     kind = values.dtype.kind
     if kind == "b":
         raise TypeError("Tack has no boolean arrays; pass dtype=tack.i32 or convert "
@@ -122,6 +126,30 @@ def _host_values(obj, dtype) -> np.ndarray:
         return values  # uint64: values past the i64 range, as for kernel scalars
     T.from_numpy(values.dtype)
     return values
+
+
+def _python_ints(obj):
+    """Python ints (nested lists of them) in the narrowest of i32, i64 and u64
+    that holds them all, where NumPy would make floats or objects of them (a
+    mix of negative values and values past i64, or past u64); None for
+    anything else. TypeError where no 64-bit type holds them."""
+    shaped = np.asarray(obj, dtype=object)
+    items = shaped.ravel().tolist()
+    if not items or not all(type(v) is int for v in items):
+        return None
+    lo, hi = min(items), max(items)
+    for limit in (lo, hi):
+        T.int_type_for(limit)   # TypeError outside the 64-bit range
+    if lo < 0 and hi >= (1 << 63):
+        raise TypeError(f"the integers {lo} and {hi} fit no one 64-bit type (i64 "
+                        f"holds the first, u64 the second)")
+    if -(1 << 31) <= lo and hi < (1 << 31):
+        dtype = T.i32
+    elif -(1 << 63) <= lo and hi < (1 << 63):
+        dtype = T.i64
+    else:
+        dtype = T.u64   # none negative here
+    return np.array(items, dtype.numpy).reshape(shaped.shape)
 
 
 def element_dims(shape: tuple, dtype, operation: str) -> tuple:
