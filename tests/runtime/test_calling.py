@@ -7,6 +7,7 @@ array keeps or loses binary64 precision.
 
 from __future__ import annotations
 
+import enum
 import re
 import threading
 
@@ -50,6 +51,10 @@ def count(a, acc) -> int:
 
 # -- int, bool and NumPy integers: i32 if it fits, else i64, else u64 ---------------------------
 
+class _Level(enum.IntEnum):
+    HIGH = 2 ** 31
+
+
 @pytest.mark.parametrize("value,expected", [
     (2 ** 30, -(2 ** 31)),                  # i32: the doubling wraps
     (-(2 ** 31), 0),                        # i32
@@ -60,6 +65,7 @@ def count(a, acc) -> int:
     (np.uint64(2 ** 40), 2 ** 41),
     (np.int8(-3), -6),
     (True, 2), (False, 0),                  # bool is an int
+    (_Level.HIGH, 2 ** 32),                 # so is an IntEnum (i64 here)
 ])
 def test_integer_scalars_take_the_smallest_fitting_type(value, expected):
     out = tack.zeros(3, tack.i64)

@@ -96,6 +96,21 @@ def test_backend_not_in_this_build_cannot_start(spec):
         tack.device(spec)
 
 
+def test_an_import_error_in_a_backend_constructor_is_a_missing_dependency(monkeypatch):
+    from tack.runtime import device as devices
+
+    class Needy:
+        device_options = ()
+
+        def __init__(self, index):
+            raise ImportError("No module named 'fakedep'")
+    monkeypatch.setitem(devices._LOADERS, "opencl", lambda: Needy)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Cannot start the 'opencl' device: missing dependency. (No module named "
+            "'fakedep') Install it with: pip install pyopencl")):
+        tack.device("opencl:7")
+
+
 def test_a_backend_that_cannot_start_is_reported_before_its_options():
     with pytest.raises(RuntimeError, match=re.escape("Cannot start the 'metal' device")):
         tack.device("metal", num_threads=2)
@@ -192,6 +207,7 @@ def test_with_applies_to_its_own_thread_only():
 
 def test_device_count():
     assert tack.device_count("cpu") == 1
+    assert tack.device_count(type="cpu") == 1   # the parameter's name, as the spec has it
     for type_ in OTHER_TYPES:
         assert tack.device_count(type_) == 0, type_
 

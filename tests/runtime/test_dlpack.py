@@ -325,6 +325,15 @@ def test_non_contiguous_tensors_raise_value_error(make):
     np.testing.assert_array_equal(copied.numpy(), make())
 
 
+@pytest.mark.parametrize("shape", [(), (3,), (2, 1)])
+def test_a_null_data_pointer_raises_value_error(shape):
+    capsule = tack.ones(shape).__dlpack__()
+    managed(capsule).dl_tensor.data = None
+    with pytest.raises(ValueError, match=re.escape(
+            "the DLPack tensor has a null data pointer")):
+        tack.from_dlpack(capsule)
+
+
 def test_unit_extents_and_empty_tensors_count_as_contiguous():
     column = np.zeros((4, 1))[:, :]
     assert tack.from_dlpack(column.T).shape == (1, 4)

@@ -170,11 +170,15 @@ def _backend_class(type_: str):
         try:
             return _LOADERS[type_]()
         except ImportError as exc:
-            raise RuntimeError(f"Cannot start the '{type_}' device: missing dependency. "
-                               f"({exc}) {_INSTALL[type_]}") from exc
+            raise _missing(type_, exc) from exc
     raise RuntimeError(
         f"Cannot start the '{type_}' device: {_PENDING[type_]} is not part of this "
         f"build of Tack yet. Use tack.device('cpu') (the default).")
+
+
+def _missing(type_: str, exc: ImportError) -> RuntimeError:
+    return RuntimeError(f"Cannot start the '{type_}' device: missing dependency. "
+                        f"({exc}) {_INSTALL[type_]}")
 
 
 def _make(type_: str, index, options: dict) -> Device:
@@ -190,6 +194,8 @@ def _make(type_: str, index, options: dict) -> Device:
         backend = cls(index or 0, **options)
     except (ValueError, TypeError):
         raise
+    except ImportError as exc:   # a module the constructor imports
+        raise _missing(type_, exc) from exc
     except RuntimeError as exc:
         raise RuntimeError(f"Cannot start the '{type_}' device on {platform.system()}. "
                            f"{exc} {_INSTALL.get(type_, '')}") from exc
@@ -228,8 +234,9 @@ def device(spec="cpu", **options) -> Device:
     return found
 
 
-def device_count(type_: str) -> int:
-    """How many devices of ``type_`` there are; 0 where its backend cannot start."""
+def device_count(type: str) -> int:  # noqa: A002 (the spec's name for it)
+    """How many devices of ``type`` there are; 0 where its backend cannot start."""
+    type_ = type
     if not isinstance(type_, str) or type_ not in KNOWN_TYPES:
         raise ValueError(f"Unknown device type: '{type_}'. Available: "
                          f"{', '.join(KNOWN_TYPES)}")

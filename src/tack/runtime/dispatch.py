@@ -31,9 +31,9 @@ def _scalar_kind(value):
         return T.int_type_for(int(value))
     if t is float:
         return float
-    if isinstance(value, np.integer):
+    if isinstance(value, (int, np.integer)):   # also int subclasses (IntEnum)
         return T.int_type_for(int(value))
-    if isinstance(value, np.floating):
+    if isinstance(value, (float, np.floating)):
         return float
     return None
 

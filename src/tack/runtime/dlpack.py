@@ -261,7 +261,7 @@ def _check(tensor: DLTensor) -> tuple:
             if extent > 1 and tensor.strides[k] != stride:
                 raise ValueError("only C-contiguous tensors can be wrapped without "
                                  "copying; pass copy=True or make the tensor contiguous")
-    if not tensor.data and any(shape) and 0 not in shape:
+    if not tensor.data and 0 not in shape:   # a 0-d tensor holds one element
         raise ValueError("the DLPack tensor has a null data pointer")
     return device_type, dtype, shape
 
