@@ -551,6 +551,35 @@ class _Gen:
         return text
 
 
+def _range_preamble(g: _Gen) -> str:
+    """Integer locals assigned before the parallel loop (from themselves, from
+    names assigned again later, some inside an ``if``) and a loop extent over
+    them, kept within ``[0, n]`` so the body's ``i % n`` stays defined: the
+    extent must count what the names hold when the loop starts, as in Python."""
+    r = g.rng
+    readable = ["n", "m"]
+
+    def expr(depth):
+        if depth == 0 or r.random() < 0.3:
+            return r.choice(readable + [str(r.randint(0, 3))])
+        op = r.choice(("+", "-", "*"))
+        right = str(r.randint(0, 3)) if op == "*" else expr(depth - 1)
+        return f"({expr(depth - 1)} {op} {right})"
+    for _ in range(r.randint(1, 4)):
+        target = r.choice(("p0", "p1", "p2"))
+        value = expr(2)
+        if r.random() < 0.25:   # its value at the loop depends on the branch
+            g.emit(1, "if s > 0.0:")
+            g.emit(2, f"{target} = {value}")
+            if target in readable:
+                readable.remove(target)
+        else:
+            g.emit(1, f"{target} = {value}")
+            if target not in readable:
+                readable.append(target)
+    return f"min(n, max(0, {expr(2)}))"
+
+
 def valid_program(rng: random.Random, seed: int = 0) -> Program:
     ftype = rng.choice(("f32", "f64"))
     itype = rng.choice(("i32", "i64"))
@@ -565,10 +594,11 @@ def valid_program(rng: random.Random, seed: int = 0) -> Program:
     nd = g.nd = rng.random() < 0.4
     g.lines = []
     g.emit(1, "n = len(a)")
+    extent = _range_preamble(g) if rng.random() < 0.5 else "n"
     if nd:
-        g.emit(1, "for i, j in tack.ndindex(n, c2.shape[1]):")
+        g.emit(1, f"for i, j in tack.ndindex({extent}, c2.shape[1]):")
     else:
-        g.emit(1, "for i in range(n):")
+        g.emit(1, f"for i in range({extent}):")
         g.emit(2, "j = i % c2.shape[1]")
     g.emit(2, "ai = tack.i64(0)")
     g.emit(2, "af = float(0)")
