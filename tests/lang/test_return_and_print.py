@@ -42,6 +42,13 @@ def k_bool(a, limit) -> bool:
 
 
 @tack.kernel
+def k_truth(a, x) -> bool:
+    for i in range(len(a)):
+        a[i] = a[i] + 1.0
+    return x
+
+
+@tack.kernel
 def k_tack_float(a) -> tack.f32:
     for i in range(len(a)):
         a[i] = a[i] * 2.0
@@ -88,6 +95,11 @@ def test_int_return(n, rng):
     assert type(result) is int
     assert result == 3 * k + n, f"seed={rng.seed}"
     np.testing.assert_array_equal(a.numpy(), data + 3 * k, err_msg=f"seed={rng.seed}")
+
+
+@pytest.mark.parametrize("x", [0.5, -0.25, 0.0, -0.0, math.nan, math.inf, 0, 7, -1])
+def test_bool_return_is_pythons_truth_of_the_value(x):
+    assert k_truth(tack.zeros(2), x) is bool(x)
 
 
 def test_bool_return(rng):

@@ -261,7 +261,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         parts = value.comps if isinstance(value, Vec) else (value,)
         for part in parts:
             _check_returned_names(self.scope, kernel, pre_ir, body, part, returned)
-        stores = self.result_stores(result_type, value, returned)
+        stores = self.result_stores(result_type, value, returned, kind == "bool")
         idx = self.names.fresh("result_idx")
         loop = S.ParallelFor((idx,), (E.Const(1, span=rspan),), body + stores,
                              span=rspan)
@@ -270,8 +270,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
                               pre_ir + (loop,), span=kernel.span)
         return Lowered(kernel, epilogue, result_type, kind, tuple(self.sites))
 
-    def result_stores(self, result_type, value, node) -> tuple:
-        """Stores of the returned value into the hidden result array."""
+    def result_stores(self, result_type, value, node, truth: bool) -> tuple:
+        """Stores of the returned value into the hidden result array (``truth``:
+        ``-> bool`` stores ``value != 0``, Python's ``bool()``)."""
         span = self.source.span(node)
         scalar = T.scalar_of(result_type)
         if isinstance(result_type, T.CompositeType):
@@ -280,6 +281,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             raise self.scope.error(TypeError, f"the kernel returns a {value.describe()} "
                                    f"but its annotation is a scalar type", node)
         parts = value.comps if isinstance(value, Vec) else (value,)
+        if truth:
+            parts = tuple(E.Ne(part, E.Const(0, span=span), span=span) for part in parts)
         return tuple(S.Store(RESULT_PARAM, E.Const(k, span=span),
                              E.Cast(part, scalar, span=span), span=span)
                      for k, part in enumerate(parts))
