@@ -233,14 +233,20 @@ def test_a_read_only_array_the_return_writes_is_refused_before_anything_runs(ker
     np.testing.assert_array_equal(b.numpy(), 0)   # the loop did not run either
 
 
+def _misaligned_i32(raw: np.ndarray):
+    """Four i32 elements two bytes past an 8-byte boundary inside ``raw``."""
+    base = raw.ctypes.data
+    return tack.array_from_ptr(base + (8 - base % 8) % 8 + 2, (4,), tack.i32,
+                               writable=True)
+
+
+MISALIGNED = "parameter 'a' is an atomic target, but its array is not aligned"
+
+
 def test_a_misaligned_atomic_target_in_the_return_is_refused():
     raw = np.zeros(64, np.uint8)
-    base = raw.ctypes.data
-    misaligned = tack.array_from_ptr(base + (8 - base % 8) % 8 + 2, (4,), tack.i32,
-                                     writable=True)
-    with pytest.raises(ValueError, match="parameter 'a' is an atomic target, but its "
-                                         "array is not aligned"):
-        k_return_atomic(misaligned, tack.zeros(4))
+    with pytest.raises(ValueError, match=MISALIGNED):
+        k_return_atomic(_misaligned_i32(raw), tack.zeros(4))
 
 
 @tack.kernel
@@ -255,9 +261,5 @@ def test_inspect_refuses_read_only_and_misaligned_arrays_as_a_call_does():
                                          "read-only"):
         tack.inspect(k_count_into, read_only, tack.zeros(4))
     raw = np.zeros(64, np.uint8)
-    base = raw.ctypes.data
-    misaligned = tack.array_from_ptr(base + (8 - base % 8) % 8 + 2, (4,), tack.i32,
-                                     writable=True)
-    with pytest.raises(ValueError, match="parameter 'a' is an atomic target, but its "
-                                         "array is not aligned"):
-        tack.inspect(k_count_into, misaligned, tack.zeros(4))
+    with pytest.raises(ValueError, match=MISALIGNED):
+        tack.inspect(k_count_into, _misaligned_i32(raw), tack.zeros(4))
