@@ -221,5 +221,74 @@ def test_errors_in_holds_reach_every_rank(comm, rng):
     world.free()
 
 
+class HoldsFailed(Exception):
+    """A program's own exception class: every rank of the program has it."""
+
+
+def test_any_exception_in_holds_reaches_every_rank_as_its_type(comm, rng):
+    blocks, world, bad = setup(comm)
+    bounds = {g: ((float(g), 0.0), (g + 1.0, 1.0)) for g in blocks.local}
+    points = {g: tack.array(np.array([[g + 0.5, 0.5]])) for g in blocks.local}
+
+    def failing(raised):
+        def holds(gid, pts):
+            if bad:
+                raise raised
+            return np.ones(len(pts), np.int64)
+        return holds
+    for raised in (HoldsFailed("no answer"), AttributeError("no attribute 'x'"),
+                   KeyError("k"), UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad byte")):
+        everywhere(comm, blocks, type(raised), str(raised), tack.Routing, blocks, bounds,
+                   points, failing(raised))
+
+    class Local(Exception):   # no other rank can name it: a RuntimeError there
+        pass
+    exc = raises(Local if bad else RuntimeError, "local trouble" if bad else
+                 f"rank {comm.Get_size() - 1} raised test_any_exception_in_holds_reaches_"
+                 f"every_rank_as_its_type.<locals>.Local: local trouble", tack.Routing,
+                 blocks, bounds, points, failing(Local("local trouble")))
+    assert exc is not None and blocks.all_reduce({g: 1 for g in blocks.local}) == blocks.count
+    world.free()
+
+
+def test_sort_values_given_on_some_ranks_only(comm, rng):
+    blocks, world, bad = setup(comm)
+    if comm.Get_size() == 1:
+        return
+    keys = {g: tack.array(np.arange(4, dtype=np.int64)) for g in blocks.local}
+    values = None if bad else {g: {"v": tack.zeros(4)} for g in blocks.local}
+    everywhere(comm, blocks, ValueError, "Blocks.sort_by_key(): whether values are given "
+               "differs between ranks", blocks.sort_by_key, keys, values)
+    got = blocks.sort_by_key(keys)            # the next sort is not disturbed
+    every = np.concatenate(comm.allgather(np.concatenate(
+        [got[g].numpy() for g in blocks.local])))
+    assert every.tolist() == sorted(every.tolist())
+    world.free()
+
+
+def test_op_and_margin_differ_between_ranks(comm, rng):
+    blocks, world, bad = setup(comm)
+    if comm.Get_size() == 1:
+        return
+    values = {g: float(g) for g in blocks.local}
+    everywhere(comm, blocks, ValueError, "Blocks.all_reduce(): op differs between ranks",
+               blocks.all_reduce, values, "max" if bad else "sum")
+    everywhere(comm, blocks, ValueError, "Blocks.exclusive_scan(): op differs between "
+               "ranks", blocks.exclusive_scan, values, "min" if bad else "sum")
+    bounds = {g: ((float(g),), (g + 1.0,)) for g in blocks.local}
+    everywhere(comm, blocks, ValueError, "Blocks.link_by_bounds(): margin differs between "
+               "ranks", blocks.link_by_bounds, bounds, 1.0 if bad else 0.0)
+    world.free()
+
+
+def test_gpu_aware_differs_between_ranks(comm, rng):
+    if comm.Get_size() == 1:
+        return
+    bad = comm.Get_rank() == comm.Get_size() - 1
+    exc = raises(ValueError, "tack.World(): gpu_aware differs between ranks: False, True",
+                 tack.World, comm, gpu_aware=bad)
+    assert len(set(comm.allgather(str(exc)))) == 1
+
+
 if __name__ == "__main__":
     main(globals())

@@ -148,6 +148,15 @@ def test_collective_errors():
         blocks.all_reduce([1.0, 2.0])
 
 
+def test_link_by_bounds_refuses_boxes_of_different_dimensions_on_one_rank():
+    blocks = tack.Blocks(["cpu"] * 2)
+    with pytest.raises(ValueError, match=re.escape(
+            "Blocks.link_by_bounds(): the boxes of this rank's blocks have different "
+            "numbers of dimensions")):
+        blocks.link_by_bounds({0: ((0.0, 0.0), (1.0, 1.0)),
+                               1: ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))})
+
+
 def test_collectives_refuse_an_array_on_another_device():
     blocks = tack.Blocks(["cpu"] * 2)
     elsewhere = tack.zeros(2, device=tack.device("cpu", num_threads=1))

@@ -34,7 +34,8 @@ def _begin(blocks, call: str, values, op: str):
     checked, error = fault(check)
     kind = None if error else checked[0]
     blocks.world.agree(call, error, [(kind, TypeError, f"{call}: the values' type or "
-                                                        f"shape")])
+                                                        f"shape"),
+                                     (None if error else op, ValueError, f"{call}: op")])
     return checked
 
 
@@ -191,7 +192,9 @@ def link_by_bounds(blocks, bounds, margin) -> dict:
     boxes, error = fault(_boxes, blocks, call, bounds, margin)
     dims = None if error or not boxes else len(boxes[0][1])
     blocks.world.agree(call, error, [(dims, ValueError,
-                                      f"{call}: the boxes' number of dimensions")])
+                                      f"{call}: the boxes' number of dimensions"),
+                                     (None if error else float(margin), ValueError,
+                                      f"{call}: margin")])
     everything = [box for part in blocks.world.allgather(boxes) for box in part]
     if not everything:
         return {}
@@ -216,7 +219,11 @@ def _boxes(blocks, call, bounds, margin) -> list:
         raise TypeError(f"{call} takes a dict of block ids to (lo, hi), not "
                         f"{type(bounds).__name__}")
     require_every_local(blocks, call, "the bounds", bounds)
-    return [(g, *box(call, g, bounds[g])) for g in blocks.local]
+    boxes = [(g, *box(call, g, bounds[g])) for g in blocks.local]
+    if len({len(lo) for _, lo, _ in boxes}) > 1:
+        raise ValueError(f"{call}: the boxes of this rank's blocks have different "
+                         f"numbers of dimensions")
+    return boxes
 
 
 def box(call: str, gid: int, value) -> tuple:

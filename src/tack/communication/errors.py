@@ -8,41 +8,67 @@ raised instead of raising, so the rank can still take part in the agreement.
 
 from __future__ import annotations
 
+import sys
+
 from .. import types as T
-
-import builtins
-
 from ..runtime.array import Array
 
-AGREED = (TypeError, ValueError, IndexError, KeyError, RuntimeError, ArithmeticError)
+_PLAIN = (str, bytes, int, float, bool, type(None))
 
 
 def fault(check, *args):
-    """``(result, None)`` of ``check(*args)``, or ``(None, exception)``."""
+    """``(result, None)`` of ``check(*args)``, or ``(None, exception)``: any
+    exception (a user's ``holds`` may raise anything), so that the rank still
+    takes part in the agreement and every rank raises it."""
     try:
         return check(*args), None
-    except AGREED as exc:
+    except Exception as exc:
         return None, exc
 
 
+def error_record(exc) -> tuple:
+    """What another rank needs to raise ``exc`` too: its class's module and
+    qualified name, its arguments when they are plain values, its message."""
+    cls = type(exc)
+    args = exc.args if all(isinstance(a, _PLAIN) for a in exc.args) else None
+    return (cls.__module__, cls.__qualname__, args, str(exc))
+
+
 def agreed_error(local, faults):
-    """The exception every rank raises: the lowest failing rank's.
+    """The exception every rank raises: the lowest failing rank's, as its own
+    class where this rank can make one with the same message (the builtins,
+    and the program's own classes, which every rank of an SPMD program has),
+    else a RuntimeError that names it.
 
     Args:
         local: this rank's exception or None.
-        faults: per rank, ``(type name, message)`` or None.
+        faults: per rank, ``error_record(exception)`` or None.
     """
     first = next(r for r, f in enumerate(faults) if f is not None)
-    name, message = faults[first]
-    if local is not None and (type(local).__name__, str(local)) == (name, message):
+    record = faults[first]
+    if local is not None and error_record(local) == record:
         return local
-    exc_type = getattr(builtins, name, None)
-    if not (isinstance(exc_type, type) and issubclass(exc_type, Exception)):
-        return RuntimeError(f"rank {first} raised {name}: {message}")
-    error = exc_type(message)
+    module, qualname, args, message = record
+    error = _rebuild(module, qualname, args, message)
+    if error is None:
+        error = RuntimeError(f"rank {first} raised {qualname}: {message}")
     if local is not None:
         error.__cause__ = local
     return error
+
+
+def _rebuild(module: str, qualname: str, args, message: str):
+    """An instance of the named exception class with ``message``, or None."""
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if not (isinstance(found, type) and issubclass(found, Exception)):
+        return None
+    try:
+        error = found(*args) if args is not None else found(message)
+    except Exception:   # a class whose constructor wants something else
+        return None
+    return error if str(error) == message else None
 
 
 def mismatch_message(calls) -> str:

@@ -27,8 +27,8 @@ from ..algorithms import radix_sort_pairs
 from ..runtime.creation import arange
 from ..runtime.host_ops import concat
 from . import transport
-from .errors import (agreed_error, fault, require_array, require_every_local,
-                     require_on_device, row_layout)
+from .errors import (agreed_error, error_record, fault, require_array,
+                     require_every_local, require_on_device, row_layout)
 from .world import TAG_DATA, wait_all
 
 CALL = "Blocks.sort_by_key()"
@@ -44,6 +44,7 @@ def sort_by_key(blocks, keys, values):
     # writes nothing of the caller's); a rank with an error does not sort.
     world.begin(CALL, error, [
         (key_type, TypeError, f"{CALL}: the keys' type"),
+        (payload, ValueError, f"{CALL}: whether values are given"),
         (layout, TypeError, f"{CALL}: the values' names, types or trailing shapes")])
     sorted_, late = (None, None) if error else fault(_local_sort, blocks, keys, values)
     world.finish()
@@ -136,7 +137,7 @@ def _boundaries(blocks, run, late=None) -> tuple:
     n = 0 if run is None else run.size
     spacing = max(1, n // max(16, math.isqrt(max(1, count - 1) * n)))
     info = world.allgather((n, spacing, run[_places(n, spacing)] if n else None)
-                           if late is None else (type(late).__name__, str(late)))
+                           if late is None else error_record(late))
     faults = [None if isinstance(i[0], int) else i for i in info]
     if any(faults):
         raise agreed_error(late, faults)

@@ -41,7 +41,7 @@ import zlib
 
 import numpy as np
 
-from .errors import agreed_error, mismatch_message
+from .errors import agreed_error, error_record, mismatch_message
 
 REQUIRED = ("Dup", "Get_rank", "Get_size", "allgather", "alltoall", "Isend", "Irecv")
 MAX_FIELDS = 4
@@ -122,6 +122,10 @@ class World:
         self.cache = {}          # per-world state of the calls (header caches, staging)
         self._codes = {}
         self._tails = {}
+        if self._comm is not None:   # one transport for every rank
+            self.agree("tack.World()", None, [(self.gpu_aware, ValueError,
+                                               "tack.World(): gpu_aware")])
+            self._calls = 0          # messages number the user's calls from 1
 
     # -- life cycle -----------------------------------------------------------------
     @property
@@ -271,8 +275,7 @@ class World:
             names = self.allgather((operation, self._calls))
             raise ValueError(mismatch_message(names))
         if total[0]:
-            faults = self.allgather(None if error is None else
-                                    (type(error).__name__, str(error)))
+            faults = self.allgather(None if error is None else error_record(error))
             raise agreed_error(error, faults)
         for i, (value, exc_type, what) in enumerate(fields, start=2):
             if not _all_equal(total, i):
