@@ -295,7 +295,7 @@ def k_range_from_a_branch(out, n, flag):
 
 def test_a_range_that_depends_on_a_branch_is_rejected():
     message = ("Kernel 'k_range_from_a_branch': unsupported parallel loop range that uses "
-               "'m', which is assigned inside an if before the loop (its value at the "
-               "loop is not known before the launch) at line ")
+               "'m', whose value when the loop starts depends on a branch taken before "
+               "it (an if, also one inside a device function) at line ")
     with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(message)):
         k_range_from_a_branch(tack.zeros(4, tack.i64), 3, 1)

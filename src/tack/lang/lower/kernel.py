@@ -231,9 +231,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             expr = _substitute(expr, *at_loop)
         except _Unknown as unknown:
             raise self.scope.unsupported(
-                f"parallel loop range that uses '{unknown.args[0]}', which is assigned "
-                "inside an if before the loop (its value at the loop is not known "
-                "before the launch)", node.iter) from None
+                f"parallel loop range that uses '{unknown.args[0]}', whose value when "
+                "the loop starts depends on a branch taken before it (an if, also one "
+                "inside a device function)", node.iter) from None
         for sub in walk(expr):
             if not isinstance(sub, _HOST_NODES) or (
                     isinstance(sub, E.Name) and sub.id not in self.scalar_params):
