@@ -243,3 +243,35 @@ def test_scalar_passed_to_array_parameter():
                "column 22")
     with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}"):
         k_scalar_to_array(tack.zeros(2, tack.f32))
+
+
+@tack.func
+def inverse(x):
+    y = x + 1
+    return x ** -1
+
+
+@tack.kernel
+def k_inverse(a):
+    for i in range(len(a)):
+        a[i] = inverse(i)
+
+
+@tack.kernel
+def k_return_inverse(a, n) -> int:
+    for i in range(len(a)):
+        a[i] = 1
+    return n ** -1
+
+
+@pytest.mark.parametrize("kernel, where", [
+    (k_inverse, "in device function 'inverse' at line 4, column 12"),   # its own lines
+    (k_return_inverse, "at line 5, column 12"),
+], ids=["device_function", "return"])
+def test_type_errors_found_after_lowering_name_where_they_are(kernel, where):
+    message = (f"Kernel '{kernel.__name__}': integer power with the negative literal "
+               f"exponent -1 (write a float base, such as 2.0 ** -1) {where}")
+    with pytest.raises(TypeError) as info:
+        kernel(tack.zeros(3, tack.i32), 2) if kernel is k_return_inverse else \
+            kernel(tack.zeros(3, tack.i32))
+    assert str(info.value) == message

@@ -28,7 +28,9 @@ class Span:
 
     ``line`` and ``col`` are 1-based and count from the first line of the
     dedented source that ``inspect.getsource`` returned (the decorator line);
-    ``first_line`` is that line's number in ``file``.
+    ``first_line`` is that line's number in ``file``; ``function`` is the
+    kernel or device function whose source it is (inlining keeps the device
+    function's spans, so errors found later can name it).
     """
 
     file: str = "<unknown>"
@@ -36,6 +38,7 @@ class Span:
     col: int = 0
     first_line: int = 1
     indent: int = 0
+    function: str = ""
 
     @property
     def file_line(self) -> int:

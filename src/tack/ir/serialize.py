@@ -30,7 +30,7 @@ def encode(value):
         return data
     if isinstance(value, Span):
         return {"span": [value.file, value.line, value.col, value.first_line,
-                         value.indent]}
+                         value.indent, value.function]}
     if isinstance(value, ScalarType):
         return {"type": value.name}
     if isinstance(value, tuple):

@@ -24,7 +24,8 @@ class Source:
 
     def span(self, node) -> Span:
         return Span(self.file, getattr(node, "lineno", 0),
-                    getattr(node, "col_offset", -1) + 1, self.first_line, self.indent)
+                    getattr(node, "col_offset", -1) + 1, self.first_line, self.indent,
+                    self.name)
 
     def where(self, node) -> str:
         return (f"at line {getattr(node, 'lineno', 0)}, "

@@ -28,11 +28,19 @@ def where(span) -> str:
     return f"at line {span.line}, column {span.col}" if span.line else ""
 
 
+EPILOGUE_SUFFIX = "__result"   # the return epilogue is the kernel's name plus this
+
+
 def kernel_error(exc_type, fn_name: str, message: str, span=None):
-    """``exc_type("Kernel 'k': message at line L, column C")`` with a source note."""
+    """``exc_type("Kernel 'k': message at line L, column C")`` with a source
+    note; ``... in device function 'f' at ...`` where the span is a device
+    function's (inlined into ``fn_name``, or its return epilogue)."""
     from ...errors import add_source_note
+    kernel = fn_name.removesuffix(EPILOGUE_SUFFIX)
     suffix = f" {where(span)}" if span is not None and span.line else ""
-    exc = exc_type(f"Kernel '{fn_name}': {message}{suffix}")
+    if suffix and span.function and span.function != kernel:
+        suffix = f" in device function '{span.function}'{suffix}"
+    exc = exc_type(f"Kernel '{kernel}': {message}{suffix}")
     if span is not None:
         add_source_note(exc, span)
     return exc

@@ -17,6 +17,7 @@ from ... import elements
 from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
+from ...ir.passes.common import EPILOGUE_SUFFIX
 from ...ir.traversal import rewrite, walk
 from ..bindings import Intrinsic
 from ..names import NameAllocator, names_in
@@ -266,7 +267,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         loop = S.ParallelFor((idx,), (E.Const(1, span=rspan),), body + stores,
                              span=rspan)
         result = S.Param(RESULT_PARAM, is_array=True, ndim=1, span=rspan)
-        epilogue = S.Function(self.source.name + "__result", kernel.params + (result,),
+        epilogue = S.Function(self.source.name + EPILOGUE_SUFFIX, kernel.params + (result,),
                               pre_ir + (loop,), span=kernel.span)
         return Lowered(kernel, epilogue, result_type, kind, tuple(self.sites))
 
