@@ -146,6 +146,22 @@ def test_arange_with_dtype(dtype):
           np.arange(1, 20, 3).astype(dtype.numpy))
 
 
+@pytest.mark.parametrize("args", [(2 ** 63, 2 ** 63 + 3), (2 ** 64 - 1, 2 ** 63, -(2 ** 61))])
+def test_arange_past_i64_is_exact_u64(args):
+    expected = np.array(list(range(*args)), np.uint64)
+    check(tack.arange(*args), expected.shape, tack.u64, expected)
+    check(tack.arange(*args, dtype=tack.u64), expected.shape, tack.u64, expected)
+
+
+def test_arange_errors():
+    with pytest.raises(TypeError, match=re.escape(
+            "arange() from -1 to 9223372036854775808 fits no one 64-bit type")):
+        tack.arange(-1, 2 ** 63 + 1)
+    for step in (0, 0.0):
+        with pytest.raises(ValueError, match=re.escape("arange() step must not be zero")):
+            tack.arange(0, 5, step)
+
+
 def test_arange_argument_count():
     with pytest.raises(TypeError, match=re.escape(
             "arange() takes 1 to 3 positional arguments, got 0")):

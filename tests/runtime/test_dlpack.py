@@ -283,6 +283,19 @@ def test_from_dlpack_copy_true_is_independent():
     assert b.numpy().tolist() == [0, 1, 2]
 
 
+def test_from_dlpack_copy_true_takes_a_capsule_and_checks_the_source():
+    transposed = np.arange(6.0).reshape(2, 3).T
+    a = tack.from_dlpack(transposed.__dlpack__(), copy=True)   # a bare, strided capsule
+    np.testing.assert_array_equal(a.numpy(), transposed)
+    with pytest.raises(TypeError, match=re.escape(
+            "from_dlpack() takes a DLPack capsule or an object with __dlpack__, not list")):
+        tack.from_dlpack([1, 2], copy=True)
+    used = np.arange(3.0).__dlpack__()
+    tack.from_dlpack(used)
+    with pytest.raises(ValueError, match=re.escape("this DLPack capsule was already consumed")):
+        tack.from_dlpack(used, copy=True)
+
+
 def test_a_consumed_capsule_raises_value_error():
     capsule = np.zeros(3).__dlpack__()
     tack.from_dlpack(capsule)

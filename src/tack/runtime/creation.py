@@ -219,14 +219,34 @@ def arange(*args, dtype=None, device=None) -> Array:
         raise TypeError(f"arange() makes scalar arrays, not {T.as_element_type(dtype)} "
                         f"arrays; build the components with numpy and copy them in "
                         f"with tack.array(values, dtype=...)")
-    values = np.arange(*args)
+    if len(args) == 3 and args[2] == 0:
+        raise ValueError("arange() step must not be zero")
+    values = _arange_values(args)
     if dtype is None:
         if values.dtype.kind == "f":
             values = values.astype(np.float32)
         elif values.dtype.kind in "iu":
             small = values.size == 0 or (values.min() >= -(1 << 31)
                                           and values.max() < (1 << 31))
-            values = values.astype(np.int32 if small else np.int64)
+            values = values.astype(np.int32) if small else values   # else i64 or u64
     else:
         values = values.astype(T.as_scalar_type(dtype).numpy)
     return _from_host(values, _resolve_device(device))
+
+
+def _arange_values(args) -> np.ndarray:
+    """``np.arange(*args)``, exact for integer arguments: in i64, or u64 for
+    values past i64 (NumPy makes floats of those); TypeError past 64 bits."""
+    if not all(type(a) is int or isinstance(a, np.integer) for a in args):
+        return np.arange(*args)
+    r = range(*(int(a) for a in args))
+    if not r:
+        return np.zeros(0, np.int64)
+    lo, hi = min(r[0], r[-1]), max(r[0], r[-1])
+    if -(1 << 63) <= lo and hi < (1 << 63):
+        return np.arange(r.start, r.stop, r.step, dtype=np.int64)
+    for limit in (lo, hi):
+        T.int_type_for(limit)   # TypeError outside the 64-bit range
+    if lo < 0:
+        raise TypeError(f"arange() from {lo} to {hi} fits no one 64-bit type")
+    return np.fromiter(r, np.uint64, (hi - lo) // abs(r.step) + 1)

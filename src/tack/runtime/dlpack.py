@@ -204,12 +204,34 @@ class _Hold:
             deleter(self.address)
 
 
-def _capsule_of(source):
-    if type(source).__name__ == "PyCapsule":
-        return source
+def _is_capsule(source) -> bool:
+    return type(source).__name__ == "PyCapsule"
+
+
+def _require_source(source) -> None:
     if not hasattr(source, "__dlpack__"):
         raise TypeError(f"from_dlpack() takes a DLPack capsule or an object with "
                         f"__dlpack__, not {type(source).__name__}")
+
+
+class _CapsuleSource:
+    """A bare capsule as the object ``np.from_dlpack`` reads (``copy=True``)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **_):
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple:
+        device = _open(self.capsule)[1].dl_tensor.device
+        return (device.device_type, device.device_id)
+
+
+def _capsule_of(source):
+    if _is_capsule(source):
+        return source
+    _require_source(source)
     try:
         return source.__dlpack__(max_version=(1, 0))
     except TypeError:
@@ -302,6 +324,10 @@ def from_dlpack(source, *, device=None, copy=False) -> Array:
     if copy:
         import numpy as np
         from .creation import array
+        if _is_capsule(source):
+            _open(source)   # a consumed capsule, or another kind: ValueError
+            source = _CapsuleSource(source)
+        _require_source(source)
         return array(np.from_dlpack(source), device=device)
     capsule = _capsule_of(source)
     address, managed, read_only, name = _open(capsule)
