@@ -211,6 +211,20 @@ def test_ints_no_64_bit_type_holds_raise_type_error(obj, message):
         tack.array(obj)
 
 
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_array_of_a_tack_array_converts_as_astype(device):
+    if device == "opencl" and not tack.device_count("opencl"):
+        pytest.skip("no OpenCL device")
+    source = tack.array(np.array([np.nan, 1e10, 300.0, -5.5, -1e10], np.float32))
+    for dtype in (tack.i32, tack.u8, tack.i64):
+        expected = source.astype(dtype).numpy()
+        got = tack.array(source, dtype=dtype, device=device)
+        assert got.device.type == device and got.dtype is dtype
+        np.testing.assert_array_equal(got.numpy(), expected)
+    assert tack.array(source, dtype=tack.i32).numpy().tolist() == [
+        0, 2 ** 31 - 1, 300, -5, -(2 ** 31)]
+
+
 def test_array_with_dtype_converts():
     check(tack.array([1.7, -2.2], dtype=tack.i32), (2,), tack.i32, [1, -2])
     check(tack.array([True, False], dtype=tack.i32), (2,), tack.i32, [1, 0])

@@ -186,12 +186,13 @@ def array(obj, dtype=None, *, device=None) -> Array:
 
 def _array(obj, dtype, device, operation: str) -> Array:
     dev = _resolve_device(device)
-    if isinstance(obj, Array):
+    if isinstance(obj, Array):   # copied (and converted) on its own device
         element = obj.dtype if dtype is None else converted_type(obj.dtype, dtype,
                                                                  operation)
-        values = obj.numpy()
-        return _from_host(values.astype(T.scalar_of(element).numpy, copy=False),
-                          dev, element, operation)
+        copied = obj.astype(element)   # the kernel's conversion rules, as astype
+        if copied.device is dev:
+            return copied
+        return _from_host(copied.numpy(), dev, element, operation)
     element = None if dtype is None else T.as_element_type(dtype)
     return _from_host(_host_values(obj, element), dev, element, operation)
 
