@@ -71,8 +71,22 @@ class ScalarType:
         return self
 
     def __call__(self, value):
-        """Convert ``value`` on the host, like the cast inside kernels."""
-        return self.numpy.type(value)
+        """``value`` converted on the host as the cast inside kernels converts:
+        integers wrap, floats become integers by truncation and saturate (NaN
+        gives 0), and anything becomes a float by rounding to nearest."""
+        convert = self.numpy.type
+        if self.kind == "f":
+            with np.errstate(over="ignore"):   # past the range: inf, as in kernels
+                return convert(value)
+        lo, hi = ((-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1)
+                  if self.kind == "i" else (0, (1 << self.bits) - 1))
+        if isinstance(value, (float, np.floating)):
+            x = float(value)
+            if x != x:
+                return convert(0)
+            return convert(lo if x <= lo - 1 else hi if x >= hi + 1 else int(x))
+        wrapped = int(value) & ((1 << self.bits) - 1)
+        return convert(wrapped - (1 << self.bits) if wrapped > hi else wrapped)
 
 
 i8 = ScalarType("i8", "i", 8)

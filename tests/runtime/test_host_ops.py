@@ -451,3 +451,28 @@ def test_astype_dtype_spellings_and_errors():
     assert a.astype(np.int8).dtype is tack.i8
     with pytest.raises(TypeError, match=re.escape("Unsupported numpy dtype: float16")):
         a.astype(np.float16)
+
+
+# -- calling a type converts on the host as the cast inside kernels does -----------------------
+
+HOST_CAST_VALUES = [1.7, -1.7, 255.9, -0.0, 1e10, -1e10, 2.0 ** 63, float("nan"),
+                    float("inf"), -float("inf"), 2147483647.9]
+
+
+@pytest.mark.parametrize("dtype", [tack.i8, tack.u8, tack.i16, tack.u16, tack.i32, tack.u32,
+                                   tack.i64, tack.u64, tack.f32])
+def test_calling_a_type_converts_floats_as_kernels_do(dtype):
+    source = tack.array(np.array(HOST_CAST_VALUES, np.float64))
+    expected = source.astype(dtype).numpy()   # the kernel's conversion
+    got = np.array([dtype(v) for v in HOST_CAST_VALUES], dtype.numpy)
+    np.testing.assert_array_equal(got, expected)
+    assert all(type(dtype(v)) is dtype.numpy.type for v in HOST_CAST_VALUES)
+
+
+@pytest.mark.parametrize("dtype, value, expected", [
+    (tack.u8, 300, 44), (tack.i8, 200, -56), (tack.i8, -129, 127), (tack.u32, -1, 2 ** 32 - 1),
+    (tack.i64, 2 ** 64 - 1, -1), (tack.u64, -1, 2 ** 64 - 1), (tack.i32, True, 1),
+    (tack.i16, np.int64(70000), 70000 - 65536),
+])
+def test_calling_an_integer_type_wraps_integers(dtype, value, expected):
+    assert dtype(value) == expected
