@@ -203,3 +203,31 @@ def test_integer_overflow_wraps(rng):
     out = tack.zeros(4, dtype=tack.i32)
     wrapping(tack.asarray(a_np), out)
     assert out.numpy().tolist() == [wrap(x * 4 + 1, tack.i32) for x in a_np.tolist()]
+
+
+# -- len() and .shape are i64, also where the extent is compiled in -----------------------
+
+@tack.kernel
+def k_scaled_by_len(x, out):
+    for i in range(len(x)):
+        out[i] = x[i] * len(x) - x.shape[0]
+
+
+@tack.kernel
+def k_local_len(x, out):
+    for i in range(len(x)):
+        b = tack.local_array(4, tack.i16)
+        b[0] = 20000
+        out[i] = b[0] * len(b) + x[i]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int16])
+@pytest.mark.parametrize("n", [1, 3, 7])
+def test_len_and_shape_are_i64_not_the_elements_type(dtype, n):
+    info = np.iinfo(dtype)
+    host = np.array([info.max, info.min, 1, 0, 5, 9, 2][:n], dtype)
+    out = tack.zeros(n, tack.i64)
+    k_scaled_by_len(tack.array(host), out)
+    np.testing.assert_array_equal(out.numpy(), host.astype(np.int64) * n - n)
+    k_local_len(tack.array(host), out)
+    np.testing.assert_array_equal(out.numpy(), 80000 + host.astype(np.int64))

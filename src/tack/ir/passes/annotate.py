@@ -77,6 +77,8 @@ def _floatify(t: T.Typed, ctx) -> T.Typed:
 
 @_typed.register(Const)
 def _const(e: Const, ctx):
+    if e.dtype is not None:   # typed before annotation (a baked extent): strong
+        return e, T.Typed(e.dtype)
     if isinstance(e.value, float):
         t = T.Typed(ctx.float, True)
     elif not -(1 << 63) <= e.value < (1 << 64):

@@ -11,6 +11,7 @@ Rejects: an extent past the array's rank (``TypeError``); an unknown array
 
 from __future__ import annotations
 
+from ... import types as T
 from ..expressions import Const, DimSize
 from ..statements import Function, ParallelFor
 from ..traversal import rewrite, rewrite_body, walk
@@ -46,7 +47,9 @@ def resolve(fn: Function, shapes: dict) -> Function:
         if node.dim >= len(shape):
             raise kernel_error(TypeError, fn.name, f"{node.array}.shape[{node.dim}] "
                                f"of an array with {len(shape)} dimension(s)", node.span)
-        return Const(int(shape[node.dim]), span=node.span)
+        # a typed (strong) i64 like the extent it replaces, not a weak literal
+        # that takes the other operand's type (x[i] * len(x) must not wrap in i32)
+        return Const(int(shape[node.dim]), dtype=T.i64, span=node.span)
 
     body = []
     for stmt in fn.body:

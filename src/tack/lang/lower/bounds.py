@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ... import types as T
 from ...ir import expressions as E
 
 ERRORS = "__tack_errors__"
@@ -53,7 +54,8 @@ class BoundsLowering:
             if dim != 0:
                 raise self.scope.unsupported(f"dimension {dim} of the one-dimensional "
                                              f"array '{array}'", _At(span))
-            return E.Const(self.allocation_sizes[array], span=span)
+            # a typed (strong) i64 literal, as every extent is an i64
+            return E.Const(self.allocation_sizes[array], dtype=T.i64, span=span)
         if not self.debug or self.host_context or array not in self.extent_slots:
             return E.DimSize(array, dim, span=span)
         slot = self.extent_slots[array] + dim
