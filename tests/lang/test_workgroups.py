@@ -137,6 +137,81 @@ def test_collectives_need_uniform_control_flow(kernel, why):
         kernel(tack.zeros(256))
 
 
+@tack.kernel
+def sum_in_one_arm(x):
+    for i in range(len(x)):
+        x[i] = tack.block_sum(x[i]) if x[i] > 0 else -1.0
+
+
+@tack.kernel
+def max_after_and(x):
+    for i in range(len(x)):
+        x[i] = x[i] > 0 and tack.block_max(x[i]) > 0
+
+
+@tack.kernel
+def bound_set_in_a_branch(x):
+    for i in range(len(x)):
+        n = 1
+        if x[i] > 0:
+            n = 2
+        s = 0.0
+        for k in range(n):
+            s += tack.block_sum(1.0)
+        x[i] = s
+
+
+@tack.kernel
+def sum_before_a_break(x):
+    for i in range(len(x)):
+        s = 0.0
+        for k in range(4):
+            if x[i] > k:
+                break
+            s += tack.block_sum(1.0)
+        x[i] = s
+
+
+@tack.kernel
+def uniform_loop_with_an_inner_break(x, n):
+    for i in range(len(x)):
+        s = 0.0
+        for k in range(n):                # the same bound on every lane
+            for m in range(10):
+                if x[i] > m:              # leaves only the inner loop
+                    break
+            s += tack.block_sum(1.0)
+        x[i] = s
+
+
+@pytest.mark.parametrize("kernel,why", [
+    (sum_in_one_arm, "it is inside one side of a conditional expression"),
+    (max_after_and, "it is inside the right side of `and`/`or`"),
+    (bound_set_in_a_branch, "it is inside a loop whose bounds differ between lanes"),
+    (sum_before_a_break, "it is inside a loop that a `break` or `continue` may leave "
+                         "early on some lanes"),
+])
+def test_collectives_some_lanes_skip_are_refused(kernel, why):
+    x = tack.zeros(256)
+    if not HAS_WORKGROUPS:
+        _refused(kernel, x, feature="tack.block_max()" if kernel is max_after_and
+                 else "tack.block_sum()")
+        return
+    with pytest.raises(ValueError, match=re.escape(f"must be reached by every thread "
+                                                   f"of a workgroup, but {why}")):
+        kernel(x)
+    np.testing.assert_array_equal(x.numpy(), 0)
+
+
+def test_a_uniform_loop_may_hold_a_loop_with_a_break():
+    x = tack.zeros(512)
+    if not HAS_WORKGROUPS:
+        _refused(uniform_loop_with_an_inner_break, x, 3, feature="tack.block_sum()")
+        return
+    uniform_loop_with_an_inner_break(x, 3)
+    np.testing.assert_array_equal(x.numpy(), 3 * 256.0)
+
+
 def test_block_reductions_take_f32():
     if DEVICE.backend.supported_dtypes.isdisjoint({tack.f64}):
         pytest.fail("the backends under test all support f64")
