@@ -182,3 +182,45 @@ def test_atomics_on_narrow_ints_name_the_dtype(dtype):
                    f"f64) at line 4, column {col}")
         with pytest.raises(TypeError, match=re.escape(message)):
             kernel(tack.zeros(3, dtype=dtype))
+
+
+# -- float min/max: Python's min(old, v) and max(old, v) --------------------------------------
+
+@tack.kernel
+def min_max_each(lows, highs, v):
+    for i in range(len(v)):
+        tack.atomic_min(lows, i, v[i])
+        tack.atomic_max(highs, i, v[i])
+
+
+@tack.kernel
+def min_max_all(low, high, v):
+    for i in range(len(v)):
+        tack.atomic_min(low, 0, v[i])
+        tack.atomic_max(high, 0, v[i])
+
+
+@pytest.mark.parametrize("dtype", [tack.f32, tack.f64])
+def test_float_min_max_keep_the_old_value_on_nan_and_tied_zeros(dtype):
+    nan = float("nan")
+    old = [nan, 0.0, -0.0, 1.0, nan, 2.0, -0.0]
+    v = [1.0, -0.0, 0.0, nan, nan, 1.0, -0.0]
+    lows, highs = tack.array(old, dtype=dtype), tack.array(old, dtype=dtype)
+    min_max_each(lows, highs, tack.array(v, dtype=dtype))
+    for got, pick in ((lows.numpy(), min), (highs.numpy(), max)):
+        expected = np.array([pick(o, x) for o, x in zip(old, v)], dtype.numpy)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+        np.testing.assert_array_equal(got[~np.isnan(got)], expected[~np.isnan(expected)])
+
+
+@pytest.mark.parametrize("dtype", [tack.f32, tack.f64])
+@pytest.mark.parametrize("n", [1, 7, 1000])
+def test_float_min_max_under_contention_skip_nan_values(dtype, n, rng):
+    v = rng.floats(dtype, n)
+    v[::3] = np.nan
+    low, high = tack.full(1, np.inf, dtype), tack.full(1, -np.inf, dtype)
+    min_max_all(low, high, tack.array(v))
+    finite = v[~np.isnan(v)]
+    assert low[0] == (finite.min() if finite.size else np.inf), f"{rng}"
+    assert high[0] == (finite.max() if finite.size else -np.inf), f"{rng}"

@@ -9,6 +9,13 @@ from __future__ import annotations
 from ... import types as T
 
 
+# A float atomic's new value in its compare-and-swap loop. min/max keep the old
+# value unless v < old (v > old), as Python's min(old, v) and max(old, v) do:
+# a NaN on either side and a tie of the two zeros keep it (fmin/fmax do not).
+FLOAT_UPDATES = {"add": "old + v", "sub": "old - v", "min": "(v < old ? v : old)",
+                 "max": "(v > old ? v : old)"}
+
+
 class CTarget:
     """Base of the C dialects. Subclasses override class attributes and the
     few methods below; the emitter never tests which target it has."""
@@ -139,8 +146,7 @@ class OpenCLTarget(CTarget):
         bits = "uint" if dtype.bits == 32 else "ulong"
         cas = "atomic_cmpxchg" if dtype.bits == 32 else "atom_cmpxchg"
         as_bits, as_float = f"as_{bits}", f"as_{t}"
-        update = {"add": "old + v", "sub": "old - v", "min": "fmin(old, v)",
-                  "max": "fmax(old, v)"}[op]
+        update = FLOAT_UPDATES[op]
         return (f"static inline {t} tack_atomic_{op}_{dtype.name}(volatile __global {t}* p, "
                 f"{t} v) {{\n"
                 f"  volatile __global {bits}* q = (volatile __global {bits}*)p;\n"
@@ -231,7 +237,7 @@ class CUDATarget(CTarget):
                                    ("unsigned long long", "(unsigned long long)"
                                     "__double_as_longlong", "__longlong_as_double"))
         cast = "(long long)" if dtype.bits == 64 else ""
-        update = {"sub": "old - v", "min": "fmin(old, v)", "max": "fmax(old, v)"}[op]
+        update = FLOAT_UPDATES[op]
         return (f"__device__ static inline {t} tack_atomic_{op}_{dtype.name}({t}* p, "
                 f"{t} v) {{\n"
                 f"  {bits}* q = ({bits}*)p;\n"

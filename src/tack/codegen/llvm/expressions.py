@@ -372,14 +372,24 @@ def _math_binary(e, em):
 
 _ATOMIC_INT = {E.AtomicAdd: ("add", "add"), E.AtomicSub: ("sub", "sub"),
                E.AtomicMin: ("min", "umin"), E.AtomicMax: ("max", "umax")}
-_ATOMIC_FLOAT = {E.AtomicAdd: "fadd", E.AtomicSub: "fsub", E.AtomicMin: "fmin",
-                 E.AtomicMax: "fmax"}
+_ATOMIC_FLOAT = {E.AtomicAdd: "fadd", E.AtomicSub: "fsub"}
+# float min/max store v only where Python's min(old, v) / max(old, v) is v:
+# v < old (> old), an ordered test, so a NaN on either side and a tie of the
+# two zeros keep the old value (LLVM's fmin/fmax ignore NaN and may pick
+# either zero).
+_FLOAT_REPLACES = {E.AtomicMin: "<", E.AtomicMax: ">"}
 
 
 @emit.register(E.Atomic)
 def _atomic(e, em):
     index = value(e.index, em)
     operand = value(e.value, em)
+    if type(e) in _FLOAT_REPLACES and e.dtype.is_float:
+        def access():
+            return _float_min_max(em, em.element_pointer(e.array, index), operand,
+                                  _FLOAT_REPLACES[type(e)])
+        return access() if not e.checked else guarded(
+            em, index, access, ir.Constant(operand.type, 0))
     if e.dtype.is_float:
         op = _ATOMIC_FLOAT[type(e)]
     else:
@@ -392,6 +402,30 @@ def _atomic(e, em):
     if not e.checked:
         return access()
     return guarded(em, index, access, ir.Constant(operand.type, 0))
+
+
+def _float_min_max(em, pointer, v, replaces: str):
+    """The old value; ``v`` stored by compare-and-swap on the bits while
+    ``v {replaces} old`` (see ``_FLOAT_REPLACES``)."""
+    b = em.builder
+    bits = ir.IntType(32 if isinstance(v.type, ir.FloatType) else 64)
+    slot = b.bitcast(pointer, bits.as_pointer())
+    first = b.load_atomic(slot, "monotonic", bits.width // 8)
+    start = b.block
+    loop, swap, done = em.block("fminmax.loop"), em.block("fminmax.swap"), \
+        em.block("fminmax.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    seen = b.phi(bits)
+    seen.add_incoming(first, start)
+    old = b.bitcast(seen, v.type)
+    b.cbranch(b.fcmp_ordered(replaces, v, old), swap, done)
+    b.position_at_end(swap)
+    pair = b.cmpxchg(slot, seen, b.bitcast(v, bits), "monotonic", "monotonic")
+    seen.add_incoming(b.extract_value(pair, 0), swap)
+    b.cbranch(b.extract_value(pair, 1), done, loop)
+    b.position_at_end(done)
+    return old
 
 
 __all__ = ["emit", "value", "condition", "convert", "F64", "I32", "I64"]
