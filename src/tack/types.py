@@ -76,6 +76,10 @@ class ScalarType:
         gives 0), and anything becomes a float by rounding to nearest."""
         convert = self.numpy.type
         if self.kind == "f":
+            if isinstance(value, int) and -(1 << 63) <= value < (1 << 64):
+                # from the 64-bit integer, rounded once (not through f64 first)
+                value = (np.int64 if value < (1 << 63) else np.uint64)(value)
+                return value.astype(self.numpy)
             with np.errstate(over="ignore"):   # past the range: inf, as in kernels
                 return convert(value)
         lo, hi = ((-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1)

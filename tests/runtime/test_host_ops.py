@@ -476,3 +476,10 @@ def test_calling_a_type_converts_floats_as_kernels_do(dtype):
 ])
 def test_calling_an_integer_type_wraps_integers(dtype, value, expected):
     assert dtype(value) == expected
+
+
+@pytest.mark.parametrize("value", [2 ** 63 + 2 ** 39 + 1, 2 ** 53 + 1, -(2 ** 62) - 2 ** 37 - 1])
+def test_calling_a_float_type_rounds_a_large_int_once(value):
+    integer = np.uint64(value) if value >= 2 ** 63 else np.int64(value)
+    assert tack.f32(value) == integer.astype(np.float32)   # not through f64 first
+    assert tack.f64(value) == integer.astype(np.float64)
