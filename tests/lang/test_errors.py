@@ -275,3 +275,26 @@ def test_type_errors_found_after_lowering_name_where_they_are(kernel, where):
         kernel(tack.zeros(3, tack.i32), 2) if kernel is k_return_inverse else \
             kernel(tack.zeros(3, tack.i32))
     assert str(info.value) == message
+
+
+@tack.kernel
+def k_fill_ones(a):
+    for i in range(len(a)):
+        a[i] = 1
+
+
+@tack.kernel
+def k_fill_first(a, out):
+    for i in range(len(out)):
+        a[i] = 1
+
+
+@pytest.mark.parametrize("kernel, args", [(k_fill_ones, (3,)),   # its extent is the range
+                                          (k_fill_first, (3, tack.zeros(4)))])   # written
+def test_a_number_for_an_array_parameter_is_a_type_error(kernel, args):
+    message = (f"Kernel '{kernel.__name__}': parameter 'a' is used as an array, but the "
+               f"argument is a i32 scalar")
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        kernel(*args)
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        tack.inspect(kernel, *args)

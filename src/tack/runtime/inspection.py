@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..ir.cost import iteration_cost
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.annotate import annotate_types
+from ..ir.passes.infer import check_arguments
 from ..ir.passes.workgroups import requires_full_workgroups
 from ..ir.printer import format_function
 from ..ir.verify import verify
@@ -42,6 +43,7 @@ def inspect(kernel, *args, mode: str = "source") -> str:
         args = tuple(args) + hidden_arrays(template, args, device)
     backend = device.backend
     specs = classify(kernel.name, template.params, args)
+    check_arguments(template, specs)   # before the range reads array extents
     check_extent_types(kernel.name, template, specs)
     positions = {p.name: k for k, p in enumerate(template.params)}
     extents = [extent_evaluator(e, positions)(args) for e in template.parallel_for.extents]

@@ -13,6 +13,7 @@ import threading
 
 from ..cache import kernels as disk
 from ..errors import UnsupportedSyntaxError
+from ..ir.passes.infer import check_arguments
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
@@ -255,6 +256,7 @@ class Kernel:
             args = tuple(args) + _debug.hidden_arrays(lowered.kernel, args, device)
         params = lowered.kernel.params
         specs = classify(self.name, params, args)
+        check_arguments(lowered.kernel, specs)   # before the range reads array extents
         check_extent_types(self.name, lowered.kernel, specs)
         positions = {p.name: k for k, p in enumerate(params)}
         for extent in lowered.kernel.parallel_for.extents:
