@@ -7,6 +7,8 @@ counts exercise the pool; results must never depend on the decision.
 import gc
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -213,3 +215,55 @@ def test_bad_policy(monkeypatch):
     monkeypatch.setenv("TACK_CPU_POLICY", "v1")
     with pytest.raises(ValueError, match="TACK_CPU_POLICY"):
         tack.device("cpu", num_threads=2)
+
+
+def test_racing_first_calls_of_different_kernels(tmp_path):
+    # Regression: racing first calls each made an MCJIT engine, and the engine
+    # dropped freed the target machine and the code of the one kept: a crash,
+    # or a kernel running another's code. Fresh processes, cache off.
+    module = tmp_path / "first_calls.py"
+    module.write_text('''
+import threading
+import numpy as np
+import tack
+
+@tack.kernel
+def k0(x, out, a):
+    for i in range(len(x)):
+        out[i] = x[i] * a + 0
+''' + "".join(f'''
+@tack.kernel
+def k{k}(x, out, a):
+    for i in range(len(x)):
+        out[i] = x[i] * a + {k}
+''' for k in range(1, 8)) + '''
+KERNELS = [k0, k1, k2, k3, k4, k5, k6, k7]
+x = np.arange(100, dtype=np.float32)
+xs = tack.array(x)
+outs = [tack.zeros(100) for _ in KERNELS]
+start = threading.Barrier(len(KERNELS))
+bad = []
+
+def first_call(k):
+    start.wait()
+    KERNELS[k](xs, outs[k], 2.0)
+    if not np.array_equal(outs[k].numpy(), x * 2 + k):
+        bad.append(k)
+
+threads = [threading.Thread(target=first_call, args=(k,)) for k in range(len(KERNELS))]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+for k, kernel in enumerate(KERNELS):
+    kernel(xs, outs[k], 3.0)
+    if not np.array_equal(outs[k].numpy(), x * 3 + k):
+        bad.append(("again", k))
+print("bad", bad) if bad else print("ok")
+''')
+    env = dict(os.environ, TACK_CACHE="off")
+    for _ in range(3):
+        done = subprocess.run([sys.executable, str(module)], capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert done.returncode == 0 and done.stdout.strip() == "ok", (
+            done.returncode, done.stdout[-500:], done.stderr[-2000:])

@@ -3,18 +3,25 @@
 A variant is compiled to object code (``compile_object``) and then loaded
 into one process-wide MCJIT engine (``load``). Keeping the two steps apart
 means a cached object file loads exactly like a fresh one.
+
+Threads: the host target and the engine are made once, under a lock (two
+engines made by racing first calls took turns owning, and freeing, one target
+machine: a crash, or a kernel running another's code); LLVM's optimization
+and code generation on the shared target machines run one at a time
+(``_compile_lock``), and the engine's loads under ``_lock``.
 """
 
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
 
 import llvmlite.binding as llvm
 
 from . import streaming
 
-_lock = threading.Lock()
+_lock = threading.Lock()           # the engine's object loads
+_compile_lock = threading.RLock()  # optimization and emission on the shared machines
+_make_lock = threading.RLock()     # the first host() and engine() (engine() makes host())
 
 
 class HostTarget:
@@ -53,8 +60,23 @@ class HostTarget:
         return module
 
 
-@lru_cache(maxsize=None)
+def _once(make):
+    """``make()``'s result, made by the first caller only (the others wait)."""
+    made = []
+
+    def get():
+        if not made:
+            with _make_lock:
+                if not made:
+                    made.append(make())
+        return made[0]
+    get.__doc__ = make.__doc__
+    return get
+
+
+@_once
 def host() -> HostTarget:
+    """The process's host target (made once)."""
     return HostTarget()
 
 
@@ -63,25 +85,28 @@ def optimized_module(text: str, streamed=()):
     of write-only arrays) its vector stores into them are non-temporal
     (``streaming.py``)."""
     target = host()
-    module = target.parse(streaming.widen(text) if streamed else text)
-    target.optimize(module)
-    if streamed:
-        marked, count = streaming.mark(str(module), streamed)
-        if count:
-            module = target.parse(marked)
-    return module
+    with _compile_lock:
+        module = target.parse(streaming.widen(text) if streamed else text)
+        target.optimize(module)
+        if streamed:
+            marked, count = streaming.mark(str(module), streamed)
+            if count:
+                module = target.parse(marked)
+        return module
 
 
 def compile_object(text: str, streamed=()) -> bytes:
     """LLVM IR text to an object file for the host."""
-    module = optimized_module(text, streamed)
-    return host().machine.emit_object(module)
+    with _compile_lock:
+        module = optimized_module(text, streamed)
+        return host().machine.emit_object(module)
 
 
 def compile_glue(text: str) -> bytes:
     """Hand-written straight-line IR to an object file, without optimization."""
     target = host()
-    return target.glue_machine.emit_object(target.parse(text))
+    with _compile_lock:
+        return target.glue_machine.emit_object(target.parse(text))
 
 
 class _Engine:
@@ -89,7 +114,11 @@ class _Engine:
 
     def __init__(self):
         target = host()
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target.machine)
+        # a target machine of its own: the engine owns (and frees) the one it gets
+        machine = llvm.Target.from_triple(target.triple).create_target_machine(
+            cpu=target.cpu, features=target.features, opt=3, reloc="default",
+            codemodel="jitdefault")
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
 
     def load(self, obj: bytes, symbol: str) -> int:
         with _lock:
@@ -100,9 +129,15 @@ class _Engine:
             raise RuntimeError(f"compilation failed: symbol {symbol} not found")
         return address
 
+    def address(self, symbol: str) -> int:
+        """The address of a symbol loaded earlier (0 if none)."""
+        with _lock:
+            return self.engine.get_function_address(symbol)
 
-@lru_cache(maxsize=None)
+
+@_once
 def engine() -> _Engine:
+    """The process's MCJIT engine (made once)."""
     from . import printing
     printing.register()
     return _Engine()
@@ -112,7 +147,7 @@ def load(obj: bytes, symbol: str) -> int:
     return engine().load(obj, symbol)
 
 
-@lru_cache(maxsize=None)
+@_once
 def null_entry() -> int:
     """A kernel entry that does nothing, for measuring launch overheads."""
     text = "define void @tack_null(i8* %p, i64 %s, i64 %e) {\n  ret void\n}\n"

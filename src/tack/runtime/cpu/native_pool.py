@@ -315,8 +315,8 @@ def _functions():
                     text += "\ndeclare void @llvm.x86.sse2.pause()\n"
                 obj = jit.compile_object(text)
                 run = jit.load(obj, "tack_pool_run")
-                worker = jit.engine().engine.get_function_address("tack_pool_worker")
-                stop = jit.engine().engine.get_function_address("tack_pool_stop")
+                worker = jit.engine().address("tack_pool_worker")
+                stop = jit.engine().address("tack_pool_stop")
                 _compiled = (fastcall.builtin(run, 3), worker, _STOP(stop))
     return _compiled
 
