@@ -35,8 +35,8 @@ _local = threading.local()
 
 def set_debug(enabled: bool = True) -> None:
     """Turn debug mode on or off for every launch from now on."""
-    state.enabled = bool(enabled)
-    set_detour(state.enabled)
+    on = bool(enabled)
+    set_detour(on, lambda: setattr(state, "enabled", on))
 
 
 def debug_enabled() -> bool:

@@ -101,9 +101,13 @@ def _refresh_warm() -> None:
     warm.device = None if _open_blocks or warm.detour else _default
 
 
-def set_detour(on: bool) -> None:
-    """Send every kernel call through the slow path while ``on`` (debug mode)."""
+def set_detour(on: bool, apply=None) -> None:
+    """Send every kernel call through the slow path while ``on`` (debug mode);
+    ``apply()`` (the caller's own flag) runs under the same lock, so that
+    concurrent calls never leave the two disagreeing."""
     with _lock:
+        if apply is not None:
+            apply()
         warm.detour = bool(on)
         _refresh_warm()
 
