@@ -148,3 +148,18 @@ def test_host_operations_launch_on_their_arrays_device(count_launches):
     tack.concat([a, b])
     assert len(calls) == 6      # concat copies each array with one launch
     np.testing.assert_array_equal(b.numpy(), np.full(70000, 1.5, np.float32))
+
+
+def test_kernel_runs_on_the_arrays_own_device_when_the_default_cannot_address_them(
+        rng, opencl, count_launches):
+    first, second = tack.device("cpu", num_threads=1), tack.device("cpu", num_threads=2)
+    on_first, on_second = count_launches(first), count_launches(second)
+    host = rng.values(tack.i32, 301) // 4
+    with opencl:   # a default that cannot address host memory
+        for device, expected in ((first, (1, 0)), (second, (1, 1)), (second, (1, 2)),
+                                 (first, (2, 2))):
+            a = tack.array(host, device=device)
+            out = tack.empty(301, tack.i32, device=device)
+            double(a, out)
+            assert (len(on_first), len(on_second)) == expected, device
+            np.testing.assert_array_equal(out.numpy(), host * 2, err_msg=repr(rng))

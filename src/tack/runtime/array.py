@@ -44,8 +44,12 @@ class Array:
         # What a kernel call's signature needs, computed once, as a small int
         # (a warm call hashes the signature: ints hash at once, tuples do not).
         aligned = self._ptr % self._scalar.itemsize == 0  # atomics: natural alignment
+        # The device itself, not only its memory domain: where the default
+        # device cannot address the arrays, a call runs on theirs, and two CPU
+        # devices (num_threads) share a domain. (Its id is never reused while
+        # a runner made for it holds it.)
         self._sig = _sig_number((dtype, len(shape), device.backend.memory_domain,
-                                 writable, aligned))
+                                 id(device), writable, aligned))
         self._lo = self._ptr
         self._hi = self._ptr + self._size * dtype.itemsize
 
@@ -62,8 +66,8 @@ class Array:
         new._writable, new._size = self._writable, self._size
         sig = self._sig
         described = _SIG_TUPLES[sig]
-        if (address % self._scalar.itemsize == 0) is not described[4]:
-            sig = _sig_number(described[:4] + (not described[4],))
+        if (address % self._scalar.itemsize == 0) is not described[5]:
+            sig = _sig_number(described[:5] + (not described[5],))
         new._sig = sig
         new._lo, new._hi = address, address + nbytes
         return new
@@ -350,8 +354,8 @@ class Array:
 
 FILL_KERNEL_BYTES = 256 * 1024
 
-# Array signatures (element type, ndim, memory domain, writable, aligned), each
-# numbered once: ``Array._sig`` is the number.
+# Array signatures (element type, ndim, memory domain, device id, writable,
+# aligned), each numbered once: ``Array._sig`` is the number.
 _SIG_NUMBERS: dict = {}
 _SIG_TUPLES: list = []
 _SIG_LOCK = threading.Lock()
