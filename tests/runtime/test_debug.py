@@ -182,3 +182,14 @@ def test_tack_debug_environment_variable(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           env=env, timeout=120)
     assert done.stdout.startswith("False\n")
+
+
+def test_tacks_own_kernels_run_unchecked(debug, opencl):
+    # host operations run kernels of Tack's own, which debug mode leaves alone
+    # (OpenCL has no debug mode: they used to fail there once it was on)
+    big = tack.zeros(1 << 16, device=opencl)          # a fill kernel from 256 KiB
+    assert big.copy().astype(tack.i32).numpy().sum() == 0
+    assert tack.array(big, dtype=tack.f64, device=opencl).device == opencl
+    out = tack.zeros(10)
+    with pytest.raises(IndexError, match="out of bounds"):   # the user's kernels still are
+        read_next(tack.arange(10, dtype=tack.f32), out)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from .. import types as T
 from ..lang.intrinsics import atomic_add
 from ..runtime.creation import zeros
-from ..runtime.kernel import kernel
+from ..runtime.kernel import library_kernel
 from .common import require_1d, require_array, same_device
 
 _KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
 
 
-@kernel
+@library_kernel
 def count_keys(keys, counts):
     for i in range(len(keys)):
         k = keys[i]

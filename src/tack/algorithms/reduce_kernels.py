@@ -8,10 +8,10 @@ would shadow the builtins.
 from __future__ import annotations
 
 from .. import types as T
-from ..runtime.kernel import kernel
+from ..runtime.kernel import library_kernel
 
 
-@kernel
+@library_kernel
 def float_partials(x, partial, chunk):
     for c in range(len(partial)):
         lo = c * chunk
@@ -41,7 +41,7 @@ def float_partials(x, partial, chunk):
         partial[c] = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 
 
-@kernel
+@library_kernel
 def int_partials(x, partial, chunk):
     for c in range(len(partial)):
         lo = c * chunk
@@ -52,7 +52,7 @@ def int_partials(x, partial, chunk):
         partial[c] = s
 
 
-@kernel
+@library_kernel
 def combine_sum(partial) -> float:
     for _ in range(1):
         total = partial[0]
@@ -62,7 +62,7 @@ def combine_sum(partial) -> float:
     return partial[0]
 
 
-@kernel
+@library_kernel
 def min_partials(x, partial, chunk):
     for c in range(len(partial)):
         lo = c * chunk
@@ -74,7 +74,7 @@ def min_partials(x, partial, chunk):
         partial[c] = m
 
 
-@kernel
+@library_kernel
 def max_partials(x, partial, chunk):
     for c in range(len(partial)):
         lo = c * chunk

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 
 from ..runtime.creation import empty
-from ..runtime.kernel import kernel
+from ..runtime.kernel import library_kernel
 from .common import CHUNK, chunks_of, require_1d, require_array, same_device
 
 
-@kernel
+@library_kernel
 def chunk_totals(x, totals, chunk):
     for c in range(len(totals)):
         lo = c * chunk
@@ -24,7 +24,7 @@ def chunk_totals(x, totals, chunk):
         totals[c] = s
 
 
-@kernel
+@library_kernel
 def scan_totals(totals):
     for _ in range(1):
         running = 0
@@ -34,7 +34,7 @@ def scan_totals(totals):
             running += t
 
 
-@kernel
+@library_kernel
 def chunk_scan(x, out, offsets, chunk, inclusive):
     for c in range(len(offsets)):
         lo = c * chunk

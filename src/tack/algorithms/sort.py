@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..runtime.creation import empty
-from ..runtime.kernel import kernel
+from ..runtime.kernel import library_kernel
 from .common import chunks_of, require_1d, require_array, same_device
 
 _KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
@@ -20,7 +20,7 @@ CHUNK = 1 << 15
 RADIX = 256
 
 
-@kernel
+@library_kernel
 def digit_counts(keys, counts, chunk, shift, flip):
     for c in range(counts.shape[0]):
         for b in range(256):
@@ -32,7 +32,7 @@ def digit_counts(keys, counts, chunk, shift, flip):
             counts[c, d] += 1
 
 
-@kernel
+@library_kernel
 def digit_offsets(counts, n, flag) -> int:
     for _ in range(1):
         position = 0
@@ -50,7 +50,7 @@ def digit_offsets(counts, n, flag) -> int:
     return flag[0]
 
 
-@kernel
+@library_kernel
 def scatter(keys, values, keys_out, values_out, offsets, chunk, shift, flip):
     for c in range(offsets.shape[0]):
         lo = c * chunk

@@ -77,6 +77,8 @@ class FastPath:
 class Kernel:
     """A compiled-on-demand kernel; call it like the Python function."""
 
+    checked = True   # debug mode checks it (Tack's own kernels: library_kernel)
+
     def __init__(self, fn):
         _require_def(fn, "kernel")
         self.fn = fn
@@ -215,7 +217,7 @@ class Kernel:
     def _call(self, args):
         """A call the warm path left (see ``device.WarmDefault``): a new
         signature, a `with device:` block open somewhere, or debug mode."""
-        if _debug.state.enabled:
+        if _debug.state.enabled and self.checked:
             return self._debug_call(args)
         default = get_default_device()
         fast = self._plain
@@ -313,3 +315,12 @@ class Kernel:
 def kernel(fn) -> Kernel:
     """Decorator: compile ``fn`` as a Tack kernel (see ``docs/language.md``)."""
     return Kernel(fn)
+
+
+def library_kernel(fn) -> Kernel:
+    """Decorator for Tack's own kernels (host operations, algorithms, the
+    communication layer): debug mode checks the user's kernels, and these run
+    as they are, also on backends without debug mode."""
+    compiled = Kernel(fn)
+    compiled.checked = False
+    return compiled
