@@ -68,7 +68,7 @@ class Project:
     def __init__(self, folder, cache_dir, tools, seed):
         self.folder, self.cache_dir, self.tools, self.seed = folder, cache_dir, tools, seed
         self.values = {"inner": "1.0", "scale": "3.0", "host": "1"}
-        self.kernel_text = KERNEL
+        self.kernel_text, self.driver = KERNEL, DRIVER
         self.write("unrelated.py", "VALUE = 1\n")
         self.write_all()
 
@@ -83,7 +83,7 @@ class Project:
     def run(self):
         x = np.random.default_rng(self.seed).uniform(-4, 4, 13)
         env = self.tools.child_env(self.cache_dir, PYTHONDONTWRITEBYTECODE="1")
-        done = subprocess.run([sys.executable, "-c", DRIVER, os.fspath(self.folder),
+        done = subprocess.run([sys.executable, "-c", self.driver, os.fspath(self.folder),
                                json.dumps(x.tolist())], env=env, capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
@@ -183,3 +183,45 @@ def test_debug_messages_name_the_current_line_after_a_warm_start(tmp_path, cache
     assert message().startswith("2 ")            # a warm start hits
     source.write_text("# one line\n# and another\n" + PAST_END)
     assert message().endswith(where.format(9))
+
+
+DEVICE_CLASS_KERNEL = '''\
+import tack
+import helpers
+
+
+@tack.device_class
+class Shifted:
+    def __init__(self, by):
+        self.by = by
+
+    @tack.func
+    def apply(self, x):
+        return helpers.outer(x) + helpers.scale(x) + self.by
+
+
+@tack.kernel
+def combined(shift, a, out):
+    for i in range(len(out)):
+        out[i] = shift.apply(a[i])
+'''
+
+
+def test_keys_follow_what_a_device_class_method_reaches(tmp_path, cache_dir, tools, seed):
+    # Regression: the key held the methods' own source only, so an edit to a
+    # @tack.func that a method calls was a stale hit that ran the old code.
+    folder = tmp_path / "project"
+    folder.mkdir()
+    project = Project(folder, cache_dir, tools, seed)
+    project.kernel_text = DEVICE_CLASS_KERNEL
+    project.driver = DRIVER.replace("kern.combined(a, out)",
+                                    "kern.combined(kern.Shifted(0.0), a, out)")
+    project.write_all()
+    assert project.run() == MISS
+    assert project.run() == HIT
+    project.values["inner"] = "2.0"   # reached through apply -> outer -> inner
+    project.write_all()
+    assert project.run() == MISS
+    project.values["scale"] = "5.0"   # reached as helpers.scale
+    project.write_all()
+    assert project.run() == MISS

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .dependencies import reachable_functions
 from .func import Func
 from .names import names_in
 
@@ -265,10 +266,20 @@ def expand(source, plan, key) -> Expanded:
 
 
 def _disk_key(plan) -> str:
-    """The plan in stable terms: class names, classification, method sources."""
+    """The plan in stable terms: class names, classification, and each method's
+    source and position with those of every @tack.func it reaches (an edit to
+    any of them must make a new disk-cache key)."""
     return repr([(param, cls.__module__, cls.__qualname__, classified,
-                  [(m, f.source.text, f.source.first_line) for m, f in sorted(methods.items())])
+                  [(m, _source_key(f), [_source_key(g) for g in
+                                        reachable_functions(f.fn, f.source.tree)])
+                   for m, f in sorted(methods.items())])
                  for param, cls, classified, methods in plan])
+
+
+def _source_key(func) -> tuple:
+    source = func.source
+    return (func.fn.__module__, func.fn.__qualname__, source.text, source.file,
+            source.first_line, source.indent)
 
 
 def _table(param: str, classified, fresh) -> tuple:
