@@ -193,3 +193,17 @@ def test_tacks_own_kernels_run_unchecked(debug, opencl):
     out = tack.zeros(10)
     with pytest.raises(IndexError, match="out of bounds"):   # the user's kernels still are
         read_next(tack.arange(10, dtype=tack.f32), out)
+
+
+@tack.kernel
+def add_one_up_to(a, out):
+    n = min(len(a), out.shape[0])
+    for i in range(n):
+        out[i] = a[i] + 1.0
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_a_range_from_extents_read_before_the_loop(debug, n):
+    a, out = tack.arange(n, dtype=tack.f32), tack.zeros(n + 2)
+    add_one_up_to(a, out)
+    np.testing.assert_array_equal(out.numpy(), list(np.arange(n) + 1.0) + [0.0, 0.0])

@@ -229,7 +229,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         """The loop extent over parameters only, for evaluation on the host
         (``at_loop``: see ``_values_at_loop``)."""
         try:
-            expr = _substitute(expr, *at_loop)
+            expr = self.host_extents(_substitute(expr, *at_loop))
         except _Unknown as unknown:
             raise self.scope.unsupported(
                 f"parallel loop range that uses '{unknown.args[0]}', whose value when "
@@ -246,6 +246,21 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
                     TypeError, f"the parallel loop's range uses the float {sub.value!r}; "
                     "ranges take integers", node.iter)
         return expr
+
+    def host_extents(self, expr) -> E.Expr:
+        """``expr`` with debug mode's reads of the hidden extents array (what
+        ``len``/``.shape`` become in the kernel, see ``bounds.py``) turned back
+        into the extents they read, which the host knows."""
+        slots = {base + dim: (array, dim) for array, base in self.extent_slots.items()
+                 for dim in range(SLOTS)}
+
+        def back(e):
+            if (isinstance(e, E.Load) and e.array == EXTENTS and isinstance(e.index, E.Const)
+                    and e.index.value in slots):
+                array, dim = slots[e.index.value]
+                return E.DimSize(array, dim, span=e.span)
+            return e
+        return rewrite(expr, back) if slots else expr
 
     # -- the annotated return ---------------------------------------------------------
     def epilogue(self, tree, returned: ast.Return, kernel, pre_ir) -> Lowered:
