@@ -725,3 +725,25 @@ def test_debug_mode_checks_vector_stores(kernel, text, rng):
 ])
 def test_in_bounds_vector_kernels_pass_debug_mode(kernel, make):
     _debug_run(kernel, *make(3))           # raises nothing on the CPU
+
+
+@tack.func
+def doubled(v):
+    if v.x > 100.0:     # an early return: the call inlines into statements
+        return v
+    return v * 2.0
+
+
+@tack.kernel
+def pick_side(p, out):
+    for i in range(len(p)):
+        out[i] = doubled(p[i]) if i % 2 == 0 else tack.vec3(-1.0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_a_conditional_vector_with_an_inlined_call_runs_the_chosen_side(n, rng):
+    p_np = rng.floats(n * 3).reshape(n, 3)
+    out = tack.zeros(n, tack.vec3())
+    pick_side(tack.array(p_np, dtype=tack.vec3()), out)
+    expected = np.where((np.arange(n) % 2 == 0)[:, None], p_np * 2, -1.0)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, err_msg=repr(rng))

@@ -207,3 +207,17 @@ def test_a_range_from_extents_read_before_the_loop(debug, n):
     a, out = tack.arange(n, dtype=tack.f32), tack.zeros(n + 2)
     add_one_up_to(a, out)
     np.testing.assert_array_equal(out.numpy(), list(np.arange(n) + 1.0) + [0.0, 0.0])
+
+
+@tack.kernel
+def previous_or_zero(p, out):
+    for i in range(len(out)):
+        out[i] = p[i - 1] if i > 0 else tack.vec3(0.0)   # p[-1] is never read
+
+
+def test_the_side_a_conditional_vector_skips_is_not_checked(debug):
+    p = tack.array(np.arange(12, dtype=np.float32).reshape(4, 3), dtype=tack.vec3())
+    out = tack.zeros(4, tack.vec3())
+    previous_or_zero(p, out)
+    np.testing.assert_array_equal(out.numpy()[1:], p.numpy()[:3])
+    np.testing.assert_array_equal(out.numpy()[0], 0.0)

@@ -248,9 +248,9 @@ class ExpressionLowering:
         if_true = self.value(node.body)
         if_false = self.value(node.orelse)
         if isinstance(if_true, Vec) or isinstance(if_false, Vec):
-            if len(self.pre) != mark:
-                raise self.scope.unsupported("conditional vector expression with a "
-                                             "device function call", node)
+            if len(self.pre) != mark:   # a side runs statements: only the chosen one
+                del self.pre[mark:]
+                return self.vector_branch_value(cond, node)
             span = self.scope.span(node)
             cond = self.captured(cond, "cond")
             shape = if_true if isinstance(if_true, Vec) else if_false
@@ -275,6 +275,29 @@ class ExpressionLowering:
             self.pre = saved
         self.pre.append(S.If(cond, arms[0], arms[1], span=span))
         return E.Name(result, span=span)
+
+    def vector_branch_value(self, cond, node: ast.IfExp):
+        """``a if c else b`` with a vector side that needs statements (an inlined
+        call, a bounds check in debug mode): an ``if`` that runs only the chosen
+        side, as Python does, into one temporary per component."""
+        span = self.scope.span(node)
+        cond = self.captured(cond, "cond")
+        sides = []
+        for arm in (node.body, node.orelse):
+            saved, self.pre = self.pre, []
+            sides.append((self.value(arm), self.pre))
+            self.pre = saved
+        shape = next(value for value, _ in sides if isinstance(value, Vec))
+        names = [self.names.fresh("select") for _ in shape.comps]
+        arms = []
+        for value, pre in sides:
+            saved, self.pre = self.pre, pre
+            comps = self.broadcast(value, shape.kind, shape.shape, node).comps
+            arms.append(tuple(self.pre) + tuple(S.Assign(name, comp, span=span)
+                                                for name, comp in zip(names, comps)))
+            self.pre = saved
+        self.pre.append(S.If(cond, arms[0], arms[1], span=span))
+        return shape.like(E.Name(name, span=span) for name in names)
 
     def conditional(self, node: ast.expr, guard: E.Expr, negate=False) -> E.Expr:
         """Lower ``node``, evaluated only when ``guard`` is true (false if negate).
