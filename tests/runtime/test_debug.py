@@ -92,6 +92,18 @@ def test_atomic_targets_are_checked(debug):
     np.testing.assert_array_equal(counts.numpy(), [1, 1, 2])
 
 
+@tack.kernel
+def bump_diagonal_right(grid, v):
+    for i in range(len(v)):
+        tack.atomic_add(grid, (i, i + 1), v[i])
+
+
+def test_an_atomic_with_a_tuple_index_is_named_as_a_subscript(debug):
+    with pytest.raises(IndexError, match=re.escape(
+            "index 3 is out of bounds in dimension 1 (extent 3) in grid[i, i + 1]")):
+        bump_diagonal_right(tack.zeros((3, 3)), tack.ones(3))
+
+
 def test_returned_value_is_checked(debug):
     with pytest.raises(IndexError, match=r"in a\[len\(a\)\]"):
         first_of(tack.zeros(3))

@@ -76,8 +76,11 @@ class BoundsLowering:
         scope = self.scope
         span = scope.span(node)
         text = ast.unparse(node)
-        if isinstance(node, ast.Call) and len(node.args) >= 2:
-            text = f"{ast.unparse(node.args[0])}[{ast.unparse(node.args[1])}]"
+        if isinstance(node, ast.Call) and len(node.args) >= 2:   # an atomic's target
+            index = node.args[1]
+            inner = (", ".join(ast.unparse(e) for e in index.elts)
+                     if isinstance(index, ast.Tuple) else ast.unparse(index))
+            text = f"{ast.unparse(node.args[0])}[{inner}]"   # as a subscript reads
         owner = "" if scope.caller is None else f" in device function '{scope.source.name}'"
         self.sites.append(Site(owner, span.file, span.file_line, span.col, text, dims))
         return len(self.sites) - 1
