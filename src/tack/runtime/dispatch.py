@@ -16,7 +16,7 @@ from .. import types as T
 from ..ir import expressions as E
 from ..ir.access import write_only_params
 from ..ir.passes.common import ArgSpec, kernel_error
-from ..ir.passes.infer import default_float
+from ..ir.passes.infer import check_arguments, default_float
 from ..ir.statements import Store
 from ..ir.traversal import walk
 from .array import Array
@@ -109,6 +109,18 @@ def classify(kernel_name: str, params, args) -> tuple:
     floats = default_float([s for s in specs if isinstance(s, ArgSpec)])
     return tuple(s if isinstance(s, ArgSpec) else
                  ArgSpec(floats if s is float else s) for s in specs)
+
+
+def call_specs(kernel_name: str, fn, args) -> tuple:
+    """``(specs, extents)`` of a call of ``fn`` with ``args``, after the checks
+    that need nothing else (argument kinds, then a float or ``// 0`` in the
+    range), in the order a call makes them: the slow path and inspection share it."""
+    specs = classify(kernel_name, fn.params, args)
+    check_arguments(fn, specs)   # before the range reads array extents
+    check_extent_types(kernel_name, fn, specs)
+    positions = {p.name: k for k, p in enumerate(fn.params)}
+    extents = tuple(extent_evaluator(e, positions)(args) for e in fn.parallel_for.extents)
+    return specs, extents
 
 
 def arrays_disjoint(arrays) -> bool:
@@ -285,7 +297,8 @@ def check_extent_types(kernel_name, template, specs) -> None:
                                    node.span)
 
 
-__all__ = ["signature", "signature_function", "placement", "classify", "Bound", "Variant", "ResultReader",
+__all__ = ["signature", "signature_function", "placement", "classify", "call_specs", "Bound",
+           "Variant", "ResultReader",
            "arrays_disjoint", "check_writable", "check_extent_types",
            "write_only_params", "ALIASED", "DISJOINT", "STREAMING",
            "extent_evaluator"]

@@ -12,17 +12,15 @@ from __future__ import annotations
 from ..ir.cost import iteration_cost
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.annotate import annotate_types
-from ..ir.passes.infer import check_arguments
 from ..ir.passes.workgroups import requires_full_workgroups
 from ..ir.printer import format_function
 from ..ir.verify import verify
 from .debug import debug_enabled, hidden_arrays
 from .device import get_default_device
-from .dispatch import (DISJOINT, STREAMING, Variant, check_extent_types, check_writable,
-                       classify, placement, variant_mode)
+from .dispatch import (DISJOINT, STREAMING, Variant, call_specs, check_writable,
+                       placement, variant_mode)
 from .expanding import expand_call
 from .grid import launch_count
-from .host_eval import extent_evaluator
 from .kernel import Kernel
 
 MODES = ("ir", "source", "optimized", "cost")
@@ -42,11 +40,7 @@ def inspect(kernel, *args, mode: str = "source") -> str:
     if debug:  # show the bounds-checked code a debug launch runs
         args = tuple(args) + hidden_arrays(template, args, device)
     backend = device.backend
-    specs = classify(kernel.name, template.params, args)
-    check_arguments(template, specs)   # before the range reads array extents
-    check_extent_types(kernel.name, template, specs)
-    positions = {p.name: k for k, p in enumerate(template.params)}
-    extents = [extent_evaluator(e, positions)(args) for e in template.parallel_for.extents]
+    specs, extents = call_specs(kernel.name, template, args)
     variant = variant_mode(backend, template, args, specs)
     request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                              backend.class_name, variant >= DISJOINT,

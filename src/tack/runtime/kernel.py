@@ -13,7 +13,6 @@ import threading
 
 from ..cache import kernels as disk
 from ..errors import UnsupportedSyntaxError
-from ..ir.passes.infer import check_arguments
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
@@ -24,11 +23,10 @@ from ..lang.source import read_source
 from . import debug as _debug
 from . import record as _record
 from .device import get_default_device, warm
-from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant,
-                       check_extent_types, check_writable, classify, element_spec,
-                       placement, signature_function, variant_mode)
+from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant, call_specs,
+                       check_writable, element_spec, placement, signature_function,
+                       variant_mode)
 from .expanding import Expanding
-from .host_eval import extent_evaluator
 
 _transform_lock = threading.RLock()
 
@@ -257,12 +255,7 @@ class Kernel:
         if debug:
             args = tuple(args) + _debug.hidden_arrays(lowered.kernel, args, device)
         params = lowered.kernel.params
-        specs = classify(self.name, params, args)
-        check_arguments(lowered.kernel, specs)   # before the range reads array extents
-        check_extent_types(self.name, lowered.kernel, specs)
-        positions = {p.name: k for k, p in enumerate(params)}
-        for extent in lowered.kernel.parallel_for.extents:
-            extent_evaluator(extent, positions)(args)  # raises what a bad range raises
+        specs, _ = call_specs(self.name, lowered.kernel, args)
         result = None
         if lowered.epilogue is not None:
             result = ResultReader(self, device, specs, template)
