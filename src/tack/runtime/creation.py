@@ -138,18 +138,24 @@ def _python_ints(obj):
     if not items or not all(type(v) is int for v in items):
         return None
     lo, hi = min(items), max(items)
+    dtype = _integer_type(lo, hi)
+    if dtype is None:
+        raise TypeError(f"the integers {lo} and {hi} fit no one 64-bit type (i64 "
+                        f"holds the first, u64 the second)")
+    return np.array(items, dtype.numpy).reshape(shaped.shape)
+
+
+def _integer_type(lo: int, hi: int):
+    """The narrowest of i32, i64 and u64 that holds every integer from ``lo`` to
+    ``hi``; None where none does (negative values and values past i64);
+    TypeError for an end outside the 64-bit range."""
     for limit in (lo, hi):
         T.int_type_for(limit)   # TypeError outside the 64-bit range
     if lo < 0 and hi >= (1 << 63):
-        raise TypeError(f"the integers {lo} and {hi} fit no one 64-bit type (i64 "
-                        f"holds the first, u64 the second)")
+        return None
     if -(1 << 31) <= lo and hi < (1 << 31):
-        dtype = T.i32
-    elif -(1 << 63) <= lo and hi < (1 << 63):
-        dtype = T.i64
-    else:
-        dtype = T.u64   # none negative here
-    return np.array(items, dtype.numpy).reshape(shaped.shape)
+        return T.i32
+    return T.i64 if hi < (1 << 63) else T.u64
 
 
 def element_dims(shape: tuple, dtype, operation: str) -> tuple:
@@ -244,10 +250,9 @@ def _arange_values(args) -> np.ndarray:
     if not r:
         return np.zeros(0, np.int64)
     lo, hi = min(r[0], r[-1]), max(r[0], r[-1])
-    if -(1 << 63) <= lo and hi < (1 << 63):
-        return np.arange(r.start, r.stop, r.step, dtype=np.int64)
-    for limit in (lo, hi):
-        T.int_type_for(limit)   # TypeError outside the 64-bit range
-    if lo < 0:
+    dtype = _integer_type(lo, hi)
+    if dtype is None:
         raise TypeError(f"arange() from {lo} to {hi} fits no one 64-bit type")
+    if dtype is not T.u64:
+        return np.arange(r.start, r.stop, r.step, dtype=np.int64)
     return np.fromiter(r, np.uint64, (hi - lo) // abs(r.step) + 1)
