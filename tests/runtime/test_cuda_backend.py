@@ -17,6 +17,7 @@ Three parts:
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import platform
@@ -86,6 +87,12 @@ def block_sums(x, sums):
 def printing(a):
     for i in range(len(a)):
         print(a[i])
+
+
+@tack.kernel
+def read_next(a, out):
+    for i in range(len(out)):
+        out[i] = a[i + 1]
 
 
 @tack.kernel
@@ -342,6 +349,49 @@ def test_print_is_refused_explicitly(fake, fake_device):
                 "Kernel 'printing' failed on CUDABackend: print() in kernels is built "
                 "for the CPU backend only")):
             printing(tack.zeros(3))
+
+
+def test_debug_mode_builds_and_reports_what_the_kernel_recorded(fake, fake_device,
+                                                                monkeypatch):
+    """Debug mode on CUDA: the checked kernel compiles (NVRTC, a cubin), gets the
+    errors array and the extents as its last two arrays, and the record a
+    kernel leaves in the errors array becomes the IndexError."""
+    launch, seen, violations = fake.cuLaunchKernel, [], []
+
+    def kernel(f, *grid_and_rest):
+        code = launch(f, *grid_and_rest)
+        values = fake.launches[-1][2]     # read and written while the arrays exist
+        if len(values) == 5:              # read_next's launch
+            extents = (ctypes.c_int64 * 16).from_address(values[3])
+            seen.append(np.ctypeslib.as_array(extents).copy())
+            if violations:   # 3 of them: site 0, index 10, dimension 0, extent 10
+                (ctypes.c_int64 * 5).from_address(values[2])[:] = violations
+        return code
+
+    monkeypatch.setattr(fake, "cuLaunchKernel", kernel)
+    with fake_device:
+        a, out = tack.arange(10, dtype=tack.f32), tack.zeros(7)
+        tack.set_debug(True)
+        try:
+            fake.arity = 5    # a, out, errors, extents, the iteration count
+            read_next(a, out)                        # nothing recorded: no error
+            values = fake.launches[-1][2]
+            assert values[:2] == [a._ptr, out._ptr] and values[4] == 7
+            assert list(seen[-1]) == [10] + [0] * 7 + [7] + [0] * 7
+            violations[:] = [3, 0, 10, 0, 10]
+            with pytest.raises(IndexError, match=re.escape(
+                    "Kernel 'read_next': index 10 is out of bounds (extent 10) in a[i + 1] "
+                    "at ") + r".*; 2 more out-of-bounds accesses were skipped$"):
+                read_next(a, out)
+        finally:
+            tack.set_debug(False)
+        source = tack.inspect(read_next, a, out)
+        assert "tack_check_1" not in source     # debug off: the plain variant
+        tack.set_debug(True)
+        try:
+            assert "tack_check_1(" in tack.inspect(read_next, a, out)
+        finally:
+            tack.set_debug(False)
 
 
 def test_atomics_and_return_values_compile(fake, fake_device):

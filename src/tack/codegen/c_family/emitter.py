@@ -25,7 +25,7 @@ from ...ir import statements as S
 from ...ir.registry import Registry
 from ...ir.traversal import walk
 from ..identifiers import kernel_entry_name, variable_name
-from .prelude import Prelude
+from .prelude import Prelude, bounds_check
 
 expr = Registry("C-family code generator")
 stmt = Registry("C-family code generator")
@@ -39,8 +39,6 @@ _MATH = {E.Sqrt: "sqrt", E.Exp: "exp", E.Log: "log", E.Log2: "log2", E.Log10: "l
          E.Atan: "atan", E.Sinh: "sinh", E.Cosh: "cosh", E.Tanh: "tanh", E.Fabs: "fabs",
          E.Atan2: "atan2", E.Hypot: "hypot", E.Copysign: "copysign", E.PowF: "pow"}
 WORKGROUP = 256
-_NO_DEBUG = ("debug mode (bounds checks) is not built for the {} backend yet; "
-             "turn it off with tack.set_debug(False)")
 _ATOMIC_OPS = {E.AtomicAdd: "add", E.AtomicSub: "sub", E.AtomicMin: "min",
                E.AtomicMax: "max"}
 
@@ -55,6 +53,14 @@ class CEmitter:
         self.depth = 1
         self.counter = 0
         self.outermost_continue = "return;"   # one iteration per thread
+        self.temps: list = []   # (C type, name) of debug mode's checked indices
+
+    def temp(self, c_type: str, base: str) -> str:
+        """A fresh variable declared at kernel scope, so that an expression
+        anywhere (a while condition, one side of ``&&``) can assign it."""
+        name = self.fresh(base)
+        self.temps.append((c_type, name))
+        return name
 
     # -- helpers ------------------------------------------------------------------
     def name(self, ident: str) -> str:
@@ -105,11 +111,14 @@ class CEmitter:
         self.declare_arrays()
         for var in loop.vars:
             self.emit(f"{t.index_type} {self.name(var)};")
+        declared = len(self.lines)
         for s in fn.body:
             if s is loop:
                 self.parallel_body(loop, items)
             else:
                 stmt(s, self)
+        self.lines[declared:declared] = ["  " + f"{c_type} {name};"
+                                         for c_type, name in self.temps]
         body = "\n".join(self.lines)
         head = f"{t.kernel_prefix} {entry}({', '.join(params)})"
         return f"{head} {{\n{body}\n}}\n"
@@ -158,6 +167,7 @@ class CEmitter:
         nodes = [n for s in self.fn.body for n in walk(s)]
         for node in nodes:
             if isinstance(node, S.Allocate):
+                self.arrays.setdefault(node.name, node.dtype)
                 space = self.target.shared_space + " " if node.space == "shared" else ""
                 self.emit(f"{space}{self.type(node.dtype)} {self.name(node.name)}"
                           f"[{node.size}];")
@@ -230,9 +240,11 @@ def _name(e: E.Name, em):
 
 @expr.register(E.Load)
 def _load(e: E.Load, em):
-    if e.checked:
-        raise NotImplementedError(_NO_DEBUG.format(em.target.name))
-    return f"{em.name(e.array)}[{c(e.index, em)}]"
+    if not e.checked:
+        return f"{em.name(e.array)}[{c(e.index, em)}]"
+    at = em.temp(em.target.index_type, "at")   # debug mode: -1 skips, a zero is read
+    return (f"(({at} = {c(e.index, em)}) >= 0 ? {em.name(e.array)}[{at}] : "
+            f"({em.type(e.dtype)})0)")
 
 
 @expr.register(E.BinaryOp)
@@ -349,15 +361,22 @@ def _atomic(e, em):
     helper = em.target.atomic_helper(op, e.dtype)
     if helper:
         em.prelude.add_text(f"tack_atomic_{op}_{e.dtype.name}", helper)
-    pointer = f"&{em.name(e.array)}[{c(e.index, em)}]"
-    if e.checked:
-        raise NotImplementedError(_NO_DEBUG.format(em.target.name))
-    return em.target.atomic(op, e.dtype, pointer, c(e.value, em))
+    if not e.checked:
+        pointer = f"&{em.name(e.array)}[{c(e.index, em)}]"
+        return em.target.atomic(op, e.dtype, pointer, c(e.value, em))
+    # debug mode: the index, then the operand, as on the CPU; -1 skips (a zero)
+    at, v = em.temp(em.target.index_type, "at"), em.temp(em.type(e.dtype), "v")
+    update = em.target.atomic(op, e.dtype, f"&{em.name(e.array)}[{at}]", v)
+    return (f"(({at} = {c(e.index, em)}), ({v} = {c(e.value, em)}), "
+            f"{at} >= 0 ? {update} : ({em.type(e.dtype)})0)")
 
 
 @expr.register(E.BoundsCheck)
 def _bounds(e, em):
-    raise NotImplementedError(_NO_DEBUG.format(em.target.name))
+    name, text = bounds_check(em.target, len(e.indices))
+    em.prelude.add_text(name, text)
+    operands = "".join(f", {c(i, em)}, {c(x, em)}" for i, x in zip(e.indices, e.extents))
+    return f"{name}({em.name(e.errors)}, {e.site}{operands})"
 
 
 @expr.register(E.Str)
@@ -374,9 +393,15 @@ def _assign(s, em):
 
 @stmt.register(S.Store)
 def _store(s, em):
-    if s.checked:
-        raise NotImplementedError(_NO_DEBUG.format(em.target.name))
-    em.emit(f"{em.name(s.array)}[{c(s.index, em)}] = {c(s.value, em)};")
+    if not s.checked:
+        em.emit(f"{em.name(s.array)}[{c(s.index, em)}] = {c(s.value, em)};")
+        return
+    # debug mode: the index, then the value, as on the CPU; -1 skips the store
+    at = em.temp(em.target.index_type, "at")
+    v = em.temp(em.type(em.arrays[s.array]), "v")
+    em.emit(f"{at} = {c(s.index, em)};")
+    em.emit(f"{v} = {c(s.value, em)};")
+    em.emit(f"if ({at} >= 0) {em.name(s.array)}[{at}] = {v};")
 
 
 @stmt.register(S.ExprStmt)

@@ -2,7 +2,7 @@
 
 ``translation_unit(functions, target)`` packs and annotates each optimized IR
 function, emits it under a unique entry name, and shares the helpers among
-them. A kernel the target refuses (print, debug mode, or a user error that
+them. A kernel the target refuses (print, or a user error that
 the build reports, such as a negative literal integer exponent) is counted,
 not emitted: dispatch raises those errors explicitly already.
 """

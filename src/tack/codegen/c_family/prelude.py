@@ -113,3 +113,33 @@ class Prelude:
 
     def text(self) -> str:
         return "".join(self.parts.values())
+
+
+def bounds_check(target, dims: int) -> tuple:
+    """(name, C text) of debug mode's check of a ``dims``-dimensional access:
+    the flat index when every index is inside its extent (compared unsigned, so
+    a negative one is outside), else -1 after counting the violation in
+    ``errors`` = [count, site, index, dimension, extent]; the access whose
+    count was the first records the rest (the first failing dimension), as the
+    CPU backend does (``codegen/llvm/expressions.py``)."""
+    name = f"tack_check_{dims}"
+    t, space = target.index_type, target.global_space
+    u = target.type(T.u64)
+    params = "".join(f", {t} i{d}, {t} e{d}" for d in range(dims))
+    inside = " && ".join(f"({u})i{d} < ({u})e{d}" for d in range(dims))
+    flat = "i0"
+    for d in range(1, dims):
+        flat = f"({flat}) * e{d} + i{d}"
+    first_out = "".join(f"  {'if' if d == 0 else 'else if'} (!(({u})i{d} < ({u})e{d})) "
+                        f"{{ dim = {d}; index = i{d}; extent = e{d}; }}\n"
+                        for d in range(dims))
+    count = target.atomic("add", T.i64, "&errors[0]", "1")
+    text = (f"static inline {t} {name}({space} {t}* errors, {t} site{params}) {{\n"
+            f"  if ({inside}) return {flat};\n"
+            f"  {t} dim = 0, index = i0, extent = e0;\n"
+            f"{first_out}"
+            f"  if ({count} == 0) {{\n"
+            f"    errors[1] = site; errors[2] = index; errors[3] = dim; errors[4] = extent;\n"
+            f"  }}\n"
+            f"  return -1;\n}}\n")
+    return name, text.replace("static inline", target.helper_prefix)

@@ -172,7 +172,7 @@ class StreamBackend(Backend):
 
     def build(self, fn) -> StreamProgram:
         typed, info = packed(fn)
-        source, entry = generate_c_source(typed, self.target)  # print/debug refused
+        source, entry = generate_c_source(typed, self.target)  # print refused
         module, function = self._load(self.compile_source(source, entry), entry)
         offsets, pack_bytes = _pack_layout(info)
         pack_memory = self.allocate(pack_bytes) if pack_bytes else None
