@@ -343,12 +343,32 @@ def test_mpi_staging_memory_is_plain_device_memory(fake, fake_device, rng):
     assert wrapped.shared and not wrapped.owned
 
 
-def test_print_is_refused_explicitly(fake, fake_device):
+def test_print_reads_the_records_the_kernel_wrote(fake, fake_device, monkeypatch, capsys):
+    """print() on CUDA: the kernel compiles (NVRTC) with the print buffer as its
+    last array; the records a launch leaves there ([statement, value bits])
+    are printed after it, and the header is cleared before the next launch."""
+    launch, headers = fake.cuLaunchKernel, []
+
+    def kernel(f, *grid_and_rest):
+        code = launch(f, *grid_and_rest)
+        values = fake.launches[-1][2]
+        if len(values) == 3:              # printing's launch: a, the buffer, the count
+            words = (ctypes.c_uint64 * 8).from_address(values[1])
+            headers.append((words[0], words[1]))
+            bits = int(np.float32(2.5).view(np.uint32))
+            words[:6] = [4, 1, 0, bits, 0, int(np.float32(-1).view(np.uint32))]
+        return code
+
+    monkeypatch.setattr(fake, "cuLaunchKernel", kernel)
     with fake_device:
-        with pytest.raises(RuntimeError, match="^" + re.escape(
-                "Kernel 'printing' failed on CUDABackend: print() in kernels is built "
-                "for the CPU backend only")):
-            printing(tack.zeros(3))
+        fake.arity = 3
+        printing(tack.zeros(3))
+        printing(tack.zeros(3))
+    assert headers == [(0, 0), (0, 0)]
+    out = capsys.readouterr().out
+    line = "[tack] print buffer full: 1 print() line was dropped from kernel " \
+           "'printing' (it holds 65536 words a launch)"
+    assert out.splitlines() == ["2.5", "-1.0", line] * 2
 
 
 def test_debug_mode_builds_and_reports_what_the_kernel_recorded(fake, fake_device,

@@ -245,6 +245,42 @@ def test_scalars_go_by_value_in_their_types_and_changing_them_never_waits(fake):
         assert [_word(args[k]) for k in (0, 1, 5)] == [x._ptr, y._ptr, 5]
 
 
+@tack.kernel
+def checked_print(a, b):
+    for i in range(len(b)):
+        print("b", b[i + 1], a)
+
+
+def test_print_and_debug_mode_become_spirv_with_their_hidden_arrays(fake, monkeypatch,
+                                                                     capsys):
+    """A debug kernel that prints: its arguments are b, the errors and extents
+    arrays, the print buffer; what the kernel leaves in the print buffer and
+    the errors array is printed and raised after the launch."""
+    launch = fake.zeCommandListAppendLaunchKernel
+
+    def kernel(lst, handle, groups, event, n, waits):
+        code = launch(lst, handle, groups, event, n, waits)
+        args = fake.launches[-1][1]
+        if len(args) == 6:   # a (by value), b, errors, extents, print buffer, count
+            errors, extents, words = (_word(args[k]) for k in (2, 3, 4))
+            assert list((ctypes.c_int64 * 8).from_address(extents)) == [3] + [0] * 7
+            (ctypes.c_int64 * 5).from_address(errors)[:] = [1, 0, 3, 0, 3]
+            (ctypes.c_uint64 * 5).from_address(words)[:] = [3, 0, 0, 7, 5]
+        return code
+
+    monkeypatch.setattr(fake, "zeCommandListAppendLaunchKernel", kernel)
+    dev = _device()
+    tack.set_debug(True)
+    try:
+        with dev:
+            with pytest.raises(IndexError, match=re.escape(
+                    "Kernel 'checked_print': index 3 is out of bounds (extent 3) in b[i + 1]")):
+                checked_print(5, tack.zeros(3, tack.i64))
+    finally:
+        tack.set_debug(False)
+    assert capsys.readouterr().out == "b 7 5\n"
+
+
 def test_drops_are_freed_at_the_next_wait_and_errors_raise_there(fake):
     dev = _device()
     with dev:

@@ -22,6 +22,7 @@ from ..ir.traversal import walk
 from .array import Array
 from .host_eval import extent_evaluator
 from .launcher import PackBuffers, compile_runner, generate, pack_format
+from .print_buffer import printing_launch
 
 
 def _scalar_kind(value):
@@ -183,9 +184,13 @@ class BoundProgram:
 
     __slots__ = ("variant", "pack", "buffers", "launch")
 
-    def __init__(self, variant, backend):
+    def __init__(self, variant, backend, device):
         self.variant = variant
         self.launch = backend.launcher(variant.program)
+        prints = getattr(variant.program, "prints", ())
+        if prints:   # a GPU variant that prints: a buffer of records, read after
+            self.launch = printing_launch(self.launch, device, prints,
+                                          variant.program.name)
         if backend.launch_style == "packed":
             layout = pack_format(variant.program.kernel.pack_fields)
             self.pack = layout.pack_into
@@ -228,7 +233,7 @@ class Bound:
         """The program of variant ``mode`` (ALIASED, DISJOINT or STREAMING)."""
         variant = self.kernel._variant(self.backend, self.specs, mode,
                                        self.epilogue, self.template)
-        bound = self.programs[mode] = BoundProgram(variant, self.backend)
+        bound = self.programs[mode] = BoundProgram(variant, self.backend, self.device)
         return bound
 
 

@@ -19,6 +19,8 @@ against 81% with one iteration per thread and 87% with the tests left in
 
 from __future__ import annotations
 
+import numpy as np
+
 from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
@@ -26,6 +28,7 @@ from ...ir.registry import Registry
 from ...ir.traversal import walk
 from ..identifiers import kernel_entry_name, variable_name
 from .prelude import Prelude, bounds_check
+from .prints import emit_print, print_statements
 
 expr = Registry("C-family code generator")
 stmt = Registry("C-family code generator")
@@ -53,7 +56,9 @@ class CEmitter:
         self.depth = 1
         self.counter = 0
         self.outermost_continue = "return;"   # one iteration per thread
-        self.temps: list = []   # (C type, name) of debug mode's checked indices
+        self.temps: list = []   # (C type, name) of variables at kernel scope
+        # print statement -> its record number (a tile's body is emitted twice)
+        self.prints = {id(node): k for k, node in enumerate(print_statements(fn))}
 
     def temp(self, c_type: str, base: str) -> str:
         """A fresh variable declared at kernel scope, so that an expression
@@ -217,6 +222,9 @@ def _const(e: E.Const, em):
     dtype = e.dtype
     if dtype.is_float:
         value = float(e.value)
+        if dtype.bits == 32:   # its f32 value: one past the range is infinity
+            with np.errstate(over="ignore"):
+                value = float(np.float32(value))
         if value != value:
             return em.target.special_float(dtype, "nan")
         if value in (float("inf"), float("-inf")):
@@ -479,8 +487,8 @@ def _continue(s, em):
 
 @stmt.register(S.Print)
 def _print(s, em):
-    raise NotImplementedError(f"print() in kernels is built for the CPU backend only "
-                              f"(not {em.target.name}): it formats values as Python does")
+    """A record in the print buffer (see ``prints.py``)."""
+    emit_print(s, em, em.prints[id(s)], c)
 
 
 @stmt.register(S.Allocate)

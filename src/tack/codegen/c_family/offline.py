@@ -2,9 +2,10 @@
 
 ``translation_unit(functions, target)`` packs and annotates each optimized IR
 function, emits it under a unique entry name, and shares the helpers among
-them. A kernel the target refuses (print, or a user error that
-the build reports, such as a negative literal integer exponent) is counted,
-not emitted: dispatch raises those errors explicitly already.
+them. A kernel that prints gets its print buffer, as in a GPU build. A kernel
+the build refuses (a user error that only the build reports, such as a
+negative literal integer exponent) is counted, not emitted: dispatch raises
+those errors explicitly already.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ...ir.passes.pack import pack_scalars
 from ...ir.verify import verify
 from .emitter import CEmitter
 from .prelude import Prelude
+from .prints import with_print_buffer
 
 
 def translation_unit(functions, target):
@@ -22,7 +24,7 @@ def translation_unit(functions, target):
     parts, refused = [], 0
     for k, fn in enumerate(functions):
         try:  # the same steps, and the same refusals, as a GPU backend's build
-            packed, _ = pack_scalars(fn)
+            packed, _ = pack_scalars(with_print_buffer(fn))
             typed = verify(annotate_types(verify(packed, "packed")), "typed")
             parts.append(CEmitter(typed, target, prelude).function(f"tack_k{k}"))
         except (NotImplementedError, TypeError, ValueError):

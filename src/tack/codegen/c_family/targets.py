@@ -67,8 +67,9 @@ class CTarget:
         """C text of a helper the atomic needs ("" when the hardware has it)."""
         return self.float_atomic_helper(op, dtype) if dtype.is_float else ""
 
-    def print_call(self, fmt: str, args) -> str:
-        return f'printf({fmt}{"".join(", " + a for a in args)});'
+    def float_bits(self, dtype, expr: str) -> str:
+        """The bit pattern of a float value as an unsigned integer of its width."""
+        raise NotImplementedError(f"the {self.name} target has no float bit casts")
 
     def special_float(self, dtype, kind: str) -> str:
         """NaN or +infinity of ``dtype`` (``kind``: "nan" or "inf")."""
@@ -126,6 +127,10 @@ class OpenCLTarget(CTarget):
 
     def saturating(self, dst, expr: str) -> str:
         return f"convert_{self.type(dst)}_sat({expr})"
+
+    def float_bits(self, dtype, expr: str) -> str:
+        return f"as_uint((float)({expr}))" if dtype.bits == 32 else \
+            f"as_ulong((double)({expr}))"
 
     def math(self, name: str, dtype) -> str:
         return name  # OpenCL's math builtins are overloaded on float and double
@@ -204,6 +209,10 @@ class CUDATarget(CTarget):
                 "__int_as_float(0x7f800000)"
         bits = "0x7ff8000000000000LL" if kind == "nan" else "0x7ff0000000000000LL"
         return f"__longlong_as_double({bits})"
+
+    def float_bits(self, dtype, expr: str) -> str:
+        return f"__float_as_uint((float)({expr}))" if dtype.bits == 32 else \
+            f"__double_as_longlong((double)({expr}))"
 
     def saturating(self, dst, expr: str) -> str:
         """``tack_sat_*``: ``__double2*_rz``, which saturates, with NaN to zero;

@@ -34,7 +34,10 @@ def _decode(kind: str, bits: int):
 
 def _print(kinds, values, n):
     text = " ".join(str(_decode(chr(k), values[i])) for i, k in enumerate(kinds[:n]))
-    print(text, file=sys.stdout, flush=True)
+    # one write per line: print() writes the text and the newline separately,
+    # and another thread's line could come between them
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 _callback = _CALLBACK_TYPE(_print)

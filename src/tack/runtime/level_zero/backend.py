@@ -26,6 +26,7 @@ import numpy as np
 
 from ... import types as T
 from ...codegen.c_family import generate_c_source
+from ...codegen.c_family.prints import print_statements, with_print_buffer
 from ...codegen.c_family.targets import OpenCLTarget
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.workgroups import requires_full_workgroups
@@ -57,6 +58,7 @@ class ZeProgram:
     full_workgroups: bool = False
     name: str = ""
     array_positions: tuple = ()
+    prints: tuple = ()   # its print statements (see runtime/print_buffer.py)
 
 
 def _check_external(external) -> None:
@@ -269,11 +271,12 @@ class LevelZeroBackend(Backend):
                                             ctypes.c_uint32(1), ctypes.c_uint32(1)),
               "zeKernelSetGroupSize")
         scalar_types = tuple(None if p.is_array else p.dtype.numpy for p in typed.params)
-        positions = tuple(k for k, p in enumerate(fn.params) if p.is_array)
+        positions = tuple(k for k, p in enumerate(with_print_buffer(fn).params)
+                          if p.is_array)
         return ZeProgram(source, entry, module, kernel, scalar_types,
                          len(typed.parallel_for.extents), iteration_cost(typed),
                          threading.Lock(), requires_full_workgroups(typed), fn.name,
-                         positions)
+                         positions, print_statements(typed))
 
     def _module(self, binary: bytes):
         lib, module, log = self.lib, handle(), handle()

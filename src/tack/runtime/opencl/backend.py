@@ -21,6 +21,7 @@ import numpy as np
 
 from ... import types as T
 from ...codegen.c_family import OpenCLTarget, generate_c_source
+from ...codegen.c_family.prints import print_statements, with_print_buffer
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
 from ...ir.passes.workgroups import requires_full_workgroups
@@ -35,8 +36,9 @@ _TARGET = OpenCLTarget()
 
 def typed_by_value(fn):
     """The kernel's IR, annotated, its scalars left as parameters (passed by
-    value; no packing): what OpenCL C is generated from, here and for Level Zero."""
-    return verify(annotate_types(fn), "typed")
+    value; no packing), with the print buffer if it prints: what OpenCL C is
+    generated from, here and for Level Zero."""
+    return verify(annotate_types(with_print_buffer(fn)), "typed")
 
 
 def _cl():
@@ -95,6 +97,7 @@ class CLProgram:
     lock: threading.Lock
     full_workgroups: bool = False
     name: str = ""
+    prints: tuple = ()   # its print statements (see runtime/print_buffer.py)
 
 
 class OpenCLBackend(Backend):
@@ -168,7 +171,7 @@ class OpenCLBackend(Backend):
         kernel.set_scalar_arg_dtypes([None if p.is_array else p.dtype.numpy
                                       for p in typed.params] + [np.int64] * extents)
         return CLProgram(source, entry, kernel, iteration_cost(typed), threading.Lock(),
-                         requires_full_workgroups(typed), fn.name)
+                         requires_full_workgroups(typed), fn.name, print_statements(typed))
 
     # -- running -----------------------------------------------------------------------
     def launcher(self, program: CLProgram):

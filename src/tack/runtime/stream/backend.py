@@ -20,6 +20,7 @@ import numpy as np
 
 from ...codegen.c_family import generate_c_source
 from ...codegen.c_family.emitter import items_per_thread
+from ...codegen.c_family.prints import print_statements, with_print_buffer
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
 from ...ir.passes.pack import PackInfo, pack_scalars
@@ -89,12 +90,13 @@ class StreamProgram:
     name: str = ""
     items: int = 1               # loop iterations per thread (emitter.items_per_thread)
     array_positions: tuple = ()  # which arguments are arrays, in parameter order
+    prints: tuple = ()           # its print statements (see runtime/print_buffer.py)
 
 
 def packed(fn) -> tuple:
-    """``(typed, PackInfo)``: optimized IR with its scalars packed, then annotated
-    (the same steps as OpenCL's build)."""
-    fn, info = pack_scalars(fn)
+    """``(typed, PackInfo)``: optimized IR with the print buffer if it prints,
+    its scalars packed, then annotated (the same steps as OpenCL's build)."""
+    fn, info = pack_scalars(with_print_buffer(fn))
     verify(fn, "packed")
     return verify(annotate_types(fn), "typed"), info
 
@@ -172,17 +174,19 @@ class StreamBackend(Backend):
 
     def build(self, fn) -> StreamProgram:
         typed, info = packed(fn)
-        source, entry = generate_c_source(typed, self.target)  # print refused
+        source, entry = generate_c_source(typed, self.target)
         module, function = self._load(self.compile_source(source, entry), entry)
         offsets, pack_bytes = _pack_layout(info)
         pack_memory = self.allocate(pack_bytes) if pack_bytes else None
         n_arrays = sum(1 for p in typed.params if p.is_array) - len(info.buffers)
         n_params = len(typed.params) + len(typed.parallel_for.extents)
-        positions = tuple(k for k, p in enumerate(fn.params) if p.is_array)
+        positions = tuple(k for k, p in enumerate(with_print_buffer(fn).params)
+                          if p.is_array)
         return StreamProgram(source, entry, module, function, info, offsets, pack_bytes,
                              pack_memory, n_arrays, n_params, iteration_cost(typed),
                              threading.Lock(), requires_full_workgroups(typed), fn.name,
-                             items_per_thread(typed, self.target), positions)
+                             items_per_thread(typed, self.target), positions,
+                             print_statements(typed))
 
     # -- running ---------------------------------------------------------------------------
     def launcher(self, program: StreamProgram):

@@ -1,0 +1,91 @@
+"""``print()`` in kernels on the GPU backends: the host side.
+
+A variant that prints (``codegen/c_family/prints.py``) takes a buffer of
+records as its last argument. ``printing_launch`` wraps the variant's launch:
+it clears the buffer's header, launches with the buffer appended, waits for
+the launch by reading the header back, and prints one line per record with
+Python's ``str`` of each value, as ``print`` on the CPU backend does. So a
+launch that prints completes before the call returns. Records that did not
+fit are counted, and a last line says how many were dropped.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+
+from .. import types as T
+from ..codegen.c_family.prints import CAPACITY, HEADER, value_kind
+from ..ir.expressions import Str
+
+
+def _line_format(statement) -> tuple:
+    """Per argument of a print statement: ``("s", label)`` or ``(kind, None)``."""
+    return tuple(("s", a.value) if isinstance(a, Str) else (value_kind(a.dtype), None)
+                 for a in statement.args)
+
+
+def _decode(kind: str, word: np.uint64):
+    if kind == "i":
+        return int(word.view(np.int64))
+    if kind == "u":
+        return int(word)
+    if kind == "f":
+        return np.uint32(word & np.uint64(0xFFFFFFFF)).view(np.float32)
+    return float(word.view(np.float64))
+
+
+def format_records(words: np.ndarray, formats) -> list:
+    """The lines of the records in ``words`` (the buffer after its header)."""
+    lines, at = [], 0
+    while at < len(words):
+        fields = formats[int(words[at])]
+        values = iter(words[at + 1:])
+        lines.append(" ".join(label if kind == "s" else str(_decode(kind, next(values)))
+                              for kind, label in fields))
+        at += 1 + sum(1 for kind, _ in fields if kind != "s")
+    return lines
+
+
+def printing_launch(launch, device, statements, kernel_name: str):
+    """``launch(args, extents)`` of a variant whose ``statements`` print."""
+    from .creation import empty
+    formats = tuple(_line_format(s) for s in statements)
+    buffer = empty(HEADER + CAPACITY, T.u64, device=device)
+    memory, clear = buffer._buffer, np.zeros(HEADER, np.uint64)
+    lock = threading.Lock()
+
+    def run(args, extents):
+        with lock:   # one buffer per variant: its launches print one at a time
+            memory.write(clear)
+            launch(tuple(args) + (buffer,), extents)
+            reserved, dropped = (int(v) for v in memory.read(8 * HEADER, True)
+                                 .view(np.uint64))
+            used = _whole_records(memory, min(reserved, CAPACITY), formats)
+        text = "".join(line + "\n" for line in format_records(used, formats))
+        if dropped:
+            lines = "lines were" if dropped != 1 else "line was"
+            text += (f"[tack] print buffer full: {dropped} print() {lines} dropped "
+                     f"from kernel '{kernel_name}' (it holds {CAPACITY} words a "
+                     f"launch)\n")
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    return run
+
+
+def _whole_records(memory, words: int, formats) -> np.ndarray:
+    """The written records: the reserved words, less a last record that was
+    reserved past the end (and dropped)."""
+    if not words:
+        return np.zeros(0, np.uint64)
+    data = memory.read(8 * (HEADER + words), True).view(np.uint64)[HEADER:]
+    at = 0
+    while at < words:
+        size = 1 + sum(1 for kind, _ in formats[int(data[at])] if kind != "s")
+        if at + size > words:
+            break
+        at += size
+    return data[:at]
