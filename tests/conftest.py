@@ -22,3 +22,17 @@ if _DEVICE:
 import sys as _sys
 
 _sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+# -- debug mode, for the tests that turn it on (tests/runtime, tests/codegen) --
+
+import pytest as _pytest
+
+
+@_pytest.fixture
+def debug():
+    """Debug mode on for one test."""
+    import tack
+    tack.set_debug(True)
+    yield
+    tack.set_debug(False)

@@ -122,6 +122,12 @@ def wrong_digest(index, size, gen):
     index[int(gen.integers(0, len(index)))][4] = "0" * 64
 
 
+def without_index(data, gen, tools):
+    header, blob = tools.read_bundle(data)
+    del header["index"]
+    return tools.make_bundle(header, blob)
+
+
 def truncated(data, gen, tools):
     return data[:int(gen.integers(1, len(data)))]
 
@@ -160,6 +166,12 @@ SHAPES = {
     "an index that is not a list": (rewrite_header(index=7), "damaged index"),
     "an index entry of the wrong shape": (rewrite_header(index=[["k", "ir", "0", 1, ""]]),
                                           "damaged index"),
+    "no index": (without_index, "damaged index (missing, or not a list)"),
+    "an index that is an object": (rewrite_header(index={"k": 1}),
+                                   "damaged index (missing, or not a list)"),
+    "an index entry of the wrong length": (
+        rewrite_header(index=[["k", "ir", 0]]),
+        "damaged index (an entry is not [key, kind, offset, length, digest])"),
     "a header that is not an object": (
         lambda data, gen, tools: tools.make_bundle([1, 2], b""),
         "damaged header (not a JSON object)"),

@@ -157,3 +157,21 @@ def test_a_read_only_directory_serves_hits_in_read_mode(cache_dir, kernels, seed
         os.chmod(cache_dir, 0o700)
         os.chmod(folder, 0o700)
         tack.cache.configure(directory=cache_dir, mode="write")
+
+
+def test_a_directory_that_cannot_be_written_warns_once(cache_dir, kernels, seed,
+                                                     monkeypatch):
+    # Regression: each new entry warned, naming its random temporary file, so
+    # no warning filter collapsed them (a read-only directory in write mode;
+    # root may write anywhere, so the refusal is made here).
+    import tempfile
+
+    def refuse(prefix, dir):
+        raise PermissionError(13, "Permission denied", os.path.join(dir, prefix + "x1y2"))
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    caught = run_twice(kernels, seed)   # four entries to write, none written
+    messages = [str(w.message) for w in caught]
+    folder = os.path.join(cache_dir, tack.__version__)
+    assert messages == [f"Tack's kernel cache could not write in {folder}: Permission "
+                        f"denied (later failed writes there are not reported)"]
+    assert tack.cache.stats() == {"hits": 0, "misses": 4, "writes": 0}

@@ -6,12 +6,16 @@ or a move compiles again; a change anywhere else is still a hit."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
+
+import tack
+import tack.cache
 
 KERNEL = '''\
 import tack
@@ -225,3 +229,74 @@ def test_keys_follow_what_a_device_class_method_reaches(tmp_path, cache_dir, too
     project.values["scale"] = "5.0"   # reached as helpers.scale
     project.write_all()
     assert project.run() == MISS
+
+
+# -- names bound to intrinsics and types -------------------------------------------------
+
+def _apply(op):
+    @tack.kernel
+    def apply(a, out):
+        for i in range(len(out)):
+            out[i] = op(a[i])
+    return apply
+
+
+def _convert(to):
+    @tack.kernel
+    def convert(a, out):
+        for i in range(len(out)):
+            out[i] = to(a[i] * 0.5)
+    return convert
+
+
+def test_a_factory_binding_other_intrinsics_or_types_compiles_each(cache_dir, seed):
+    # Regression: the key held the kernel's source, which is the same for every
+    # kernel a factory makes, so the second one ran the first one's code.
+    x = np.random.default_rng(seed).uniform(0.5, 4.0, 9)
+    a, out = tack.array(x), tack.zeros(9, dtype=tack.f64)
+    for op, reference in ((math.sqrt, np.sqrt), (math.exp, np.exp), (abs, np.abs)):
+        _apply(op)(a, out)
+        np.testing.assert_allclose(out.numpy(), reference(x), rtol=1e-15,
+                                   err_msg=f"{op} seed={seed}")
+    for to, reference in ((tack.i32, np.trunc), (tack.f64, lambda v: v)):
+        _convert(to)(a, out)
+        np.testing.assert_array_equal(out.numpy(), reference(x * 0.5),
+                                      err_msg=f"{to} seed={seed}")
+    assert tack.cache.stats()["hits"] == 0
+    _apply(math.exp)(a, out)     # a new kernel object binding exp again: a hit
+    assert tack.cache.stats()["hits"] == 2
+    np.testing.assert_allclose(out.numpy(), np.exp(x), rtol=1e-15)
+
+
+ALIASED_KERNEL = '''\
+import tack
+from math import {name} as op
+
+
+@tack.kernel
+def combined(a, out):
+    for i in range(len(out)):
+        out[i] = op(a[i])
+'''
+
+
+def test_an_import_alias_bound_to_another_function_compiles_again(tmp_path, cache_dir,
+                                                                    tools, seed):
+    # Regression: only the line `from math import ... as op` changes, and the
+    # kernel's own source and position stay the same.
+    folder = tmp_path / "project"
+    folder.mkdir()
+    project = Project(folder, cache_dir, tools, seed)
+    x = np.random.default_rng(seed).uniform(0.5, 4.0, 13)
+    env = tools.child_env(cache_dir, PYTHONDONTWRITEBYTECODE="1")
+    for name, reference, hits in (("sqrt", np.sqrt, 0), ("exp", np.exp, 0),
+                                  ("sqrt", np.sqrt, 2)):
+        project.write("kern.py", ALIASED_KERNEL.format(name=name))
+        done = subprocess.run([sys.executable, "-c", DRIVER, os.fspath(folder),
+                               json.dumps(x.tolist())], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        np.testing.assert_allclose(result["out"], reference(x), rtol=1e-15,
+                                   err_msg=f"{name} seed={seed}")
+        assert result["stats"]["hits"] == hits, name

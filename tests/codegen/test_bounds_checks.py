@@ -17,13 +17,6 @@ import pytest
 import tack
 
 
-@pytest.fixture
-def debug():
-    tack.set_debug(True)
-    yield
-    tack.set_debug(False)
-
-
 @tack.func
 def shifted(a, i):
     return a[i + 1]

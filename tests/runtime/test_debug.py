@@ -17,22 +17,10 @@ import pytest
 import tack
 
 
-@pytest.fixture
-def debug():
-    tack.set_debug(True)
-    yield
-    tack.set_debug(False)
-
-
-@tack.func
-def shifted(a, i):
-    return a[i + 1]
-
-
 @tack.kernel
 def read_next(a, out):
     for i in range(len(out)):
-        out[i] = shifted(a, i)
+        out[i] = a[i + 1]
 
 
 @tack.kernel

@@ -75,9 +75,15 @@ def parse(data: bytes) -> dict:
     if foreign:
         raise ValueError(f"made by another version ({', '.join(foreign)} differ)")
     blob = memoryview(data)[16 + size:]
+    index = header.get("index")
+    if not isinstance(index, list):
+        raise ValueError("damaged index (missing, or not a list)")
     entries = {}
     try:
-        for key, kind, offset, length, digest in header.get("index", []):
+        for item in index:
+            if not (isinstance(item, list) and len(item) == 5):
+                raise TypeError("an entry is not [key, kind, offset, length, digest]")
+            key, kind, offset, length, digest = item
             if offset < 0 or length < 0 or offset + length > len(blob):
                 raise ValueError("an index entry points past the end of the file")
             piece = bytes(blob[offset:offset + length])

@@ -31,19 +31,14 @@ def _digest(data) -> str:
 
 
 def ir_key(kernel, specialization) -> str:
-    from ..lang.dependencies import reachable_functions
+    from ..lang.dependencies import reachable_functions, source_key
     funcs = reachable_functions(kernel.fn, kernel.source.tree)
     return _digest({
-        "kernel": [kernel.source.text, *_position(kernel.source)],
-        "functions": [[f.fn.__module__, f.fn.__qualname__, f.source.text,
-                       *_position(f.source)] for f in funcs],
+        "kernel": source_key(kernel.fn, kernel.source),
+        "functions": [source_key(f.fn, f.source) for f in funcs],
         "specialization": repr(specialization),
         "versions": versions(),
     })
-
-
-def _position(source) -> list:
-    return [source.file, source.first_line, source.indent]
 
 
 def variant_key(template_key: str, key_parts, target) -> str:

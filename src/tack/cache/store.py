@@ -27,6 +27,7 @@ import re
 import stat
 import struct
 import tempfile
+import threading
 import time
 import warnings
 
@@ -130,14 +131,29 @@ def read_file(path: str):
         return None
 
 
+_unwritable: set = set()   # directories whose write failure was reported
+_unwritable_lock = threading.Lock()
+
+
+def _write_failed(directory: str, message: str) -> None:
+    """Warn about a failed write, once per directory and process: a read-only
+    cache directory would otherwise warn for every new kernel."""
+    with _unwritable_lock:
+        if directory in _unwritable:
+            return
+        _unwritable.add(directory)
+    warn(f"{message} (later failed writes there are not reported)")
+
+
 def write_atomic(path: str, data: bytes) -> bool:
     """Publish ``data`` at ``path`` atomically (temp file, fsync, rename)."""
     directory = os.path.dirname(path)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
-    except OSError as exc:
-        warn(f"Tack's kernel cache could not write in {directory}: {exc}")
+    except OSError as exc:   # the strerror: the temporary's random name is no help
+        _write_failed(directory, f"Tack's kernel cache could not write in {directory}: "
+                                 f"{exc.strerror or exc}")
         return False
     try:
         with os.fdopen(fd, "wb") as f:
@@ -147,7 +163,7 @@ def write_atomic(path: str, data: bytes) -> bool:
         os.chmod(temp, 0o600)
         os.replace(temp, path)
     except OSError as exc:
-        warn(f"Tack's kernel cache could not write {path}: {exc}")
+        _write_failed(directory, f"Tack's kernel cache could not write {path}: {exc}")
         _remove_quietly(temp)
         return False
     return True

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dependencies import reachable_functions
+from .dependencies import reachable_functions, source_key
 from .func import Func
 from .names import names_in
 
@@ -277,9 +277,7 @@ def _disk_key(plan) -> str:
 
 
 def _source_key(func) -> tuple:
-    source = func.source
-    return (func.fn.__module__, func.fn.__qualname__, source.text, source.file,
-            source.first_line, source.indent)
+    return source_key(func.fn, func.source)
 
 
 def _table(param: str, classified, fresh) -> tuple:
