@@ -90,7 +90,7 @@ def test_array_not_on_its_blocks_device(comm, rng):
     bad = comm.Get_rank() == size - 1
     first = blocks.local.start
     array = tack.zeros(3) if bad else tack.zeros(3, device=other)
-    everywhere(comm, blocks, ValueError, f"is not on block {blocks.count - 2}'s device",
+    everywhere(comm, blocks, ValueError, f"not on block {blocks.count - 2}'s device",
                blocks.exchange, {first: {first: {"a": array}}})
     keys = {g: tack.zeros(3, tack.i64, device=other) for g in blocks.local}
     if bad:
@@ -278,6 +278,23 @@ def test_op_and_margin_differ_between_ranks(comm, rng):
     bounds = {g: ((float(g),), (g + 1.0,)) for g in blocks.local}
     everywhere(comm, blocks, ValueError, "Blocks.link_by_bounds(): margin differs between "
                "ranks", blocks.link_by_bounds, bounds, 1.0 if bad else 0.0)
+    world.free()
+
+
+def test_gpu_aware_blocks_on_a_device_without_dlpack_export(comm, rng):
+    # Regression: the OpenCL rank failed inside the transfer, leaving the other
+    # ranks waiting for its messages; now Blocks() refuses it on every rank.
+    if not tack.device_count("opencl"):
+        return
+    world = tack.World(comm, gpu_aware=True)
+    bad = comm.Get_rank() == comm.Get_size() - 1
+    exc = raises(ValueError, "Blocks(): World(comm, gpu_aware=True) hands MPI the arrays "
+                 "themselves through DLPack, and arrays on opencl:0 cannot be exported "
+                 "that way; use World(comm), whose transport stages through host memory",
+                 tack.Blocks, ["opencl" if bad else "cpu"], world)
+    assert len(set(comm.allgather(str(exc)))) == 1
+    blocks = tack.Blocks(["cpu"], world)          # the world still works
+    assert blocks.all_reduce({g: 1 for g in blocks.local}) == blocks.count
     world.free()
 
 

@@ -103,6 +103,46 @@ def test_ghost_layers_gpu_aware(comm, rng):
                dtypes=(np.float64, np.int32))
 
 
+def test_a_sending_opencl_block_sends_its_values_of_each_run(comm, rng):
+    # Regression: a rank whose OpenCL blocks only send cached the first run's host
+    # copy of them, and every later run sent those values again.
+    if not tack.device_count("opencl"):
+        return
+    world = tack.World(comm)
+    blocks = tack.Blocks(["opencl", "cpu"], world)     # each rank: opencl -> next cpu
+    total = blocks.count
+    sends = {g: {(g + 1) % total: np.arange(4)} for g in blocks.local if g % 2 == 0}
+    receives = {g: {(g - 1) % total: np.arange(4)} for g in blocks.local if g % 2 == 1}
+    plan = tack.Plan(blocks, sends, receives)
+    values = {g: tack.zeros(4, device=blocks.device(g)) for g in blocks.local}
+    for step in range(1, 4):
+        for g in sends:
+            tack.copyto(values[g], np.full(4, 10.0 * g + step))
+        plan.run(values)
+        for g in receives:
+            np.testing.assert_array_equal(values[g].numpy(),
+                                          np.full(4, 10.0 * ((g - 1) % total) + step))
+    plan.free()
+    world.free()
+
+
+def test_gpu_aware_copies_between_blocks_of_one_rank_on_two_devices(comm, rng):
+    # Regression: the block-to-block copy gathered on one device and scattered
+    # with that buffer into an array on the other.
+    world = tack.World(comm, gpu_aware=True)
+    other = tack.device("cpu", num_threads=1)
+    blocks = tack.Blocks(["cpu", other], world)
+    first = blocks.local.start
+    plan = tack.Plan(blocks, {first: {first + 1: np.array([0, 2])}},
+                     {first + 1: {first: np.array([1, 3])}})
+    values = {first: tack.array(np.arange(4.0)),
+              first + 1: tack.zeros(4, tack.f64, device=other)}
+    plan.run(values)
+    np.testing.assert_array_equal(values[first + 1].numpy(), [0.0, 0.0, 0.0, 2.0])
+    plan.free()
+    world.free()
+
+
 def check_vector_ring(comm, rng, gpu_aware):
     """Each block sends elements 0 and 2 of a vec3 array to elements 1 and 3 of
     the next block's (a ring over every block of the world)."""

@@ -104,6 +104,26 @@ def test_with_payloads_stable(comm, rng):
         world.free()
 
 
+def test_with_payloads_on_blocks_of_two_devices(comm, rng):
+    # Regression: a rank whose blocks were on two devices could not join its
+    # keys for the payloads' order (concat of arrays on two devices).
+    if not tack.device_count("opencl"):
+        return
+    devices = ["cpu", "opencl"]
+    world = tack.World(comm)
+    blocks = tack.Blocks(devices, world)
+    for what, keys in distributions(rng, np.int64, blocks.count):
+        rows = {"x": [rng.standard_normal(len(k)) for k in keys]}
+        on = {g: devices[g - blocks.local.start] for g in blocks.local}
+        values = {g: {"x": tack.array(rows["x"][g], device=on[g])} for g in blocks.local}
+        got_keys, got_rows = blocks.sort_by_key(
+            {g: tack.array(keys[g], device=on[g]) for g in blocks.local}, values)
+        check(comm, blocks, keys, rows, got_keys, got_rows, f"{what}, cpu and opencl")
+        for g in blocks.local:
+            assert got_keys[g].device == tack.device(on[g])
+    world.free()
+
+
 def large_distributions(rng, dtype, total, low=1000, high=6000):
     """Blocks of ``low`` to ``high`` keys, so that the boundary search works from
     samples (one key in a few, or in many): long runs of equal keys, runs that

@@ -162,6 +162,6 @@ def test_collectives_refuse_an_array_on_another_device():
     elsewhere = tack.zeros(2, device=tack.device("cpu", num_threads=1))
     for name in ("all_reduce", "all_gather", "exclusive_scan"):
         with pytest.raises(ValueError, match=re.escape(
-                f"Blocks.{name}(): the value of block 0 is not on block 0's device "
-                f"(Device('cpu')) but on another (Device('cpu')); copy it there first")):
+                f"Blocks.{name}(): the value of block 0: the array is on Device('cpu'), "
+                f"not on block 0's device (Device('cpu')); copy it there first")):
             getattr(blocks, name)({0: elsewhere, 1: tack.zeros(2)})

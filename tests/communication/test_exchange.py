@@ -57,7 +57,7 @@ def test_errors():
         blocks.exchange({"0": {}})
     other = tack.device("cpu", num_threads=1)
     with pytest.raises(ValueError, match=re.escape(
-            "Blocks.exchange(): the message from block 0 to block 1['x'] is not on "
-            "block 0's device (Device('cpu')) but on another (Device('cpu')); copy it "
-            "there first (a.to_device(...))")):
+            "Blocks.exchange(): the message from block 0 to block 1['x']: the array is "
+            "on Device('cpu'), not on block 0's device (Device('cpu')); copy it there "
+            "first (a.to_device(...))")):
         blocks.exchange({0: {1: {"x": tack.zeros(2, device=other)}}})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 
 from ..runtime.device import device as _device
+from ..runtime.dlpack import export_refusal
 from . import collectives, exchange, sort
 from .errors import fault
 from .world import World
@@ -30,7 +31,7 @@ class Blocks:
         if not isinstance(self.world, World):
             raise TypeError(f"Blocks() takes a tack.World, not "
                             f"{type(self.world).__name__}")
-        resolved, error = fault(_devices, devices)
+        resolved, error = fault(_devices, devices, self.world.gpu_aware)
         self.world.agree("Blocks()", error)
         counts = self.world.allgather(len(resolved))
         self._offsets = [sum(counts[:r]) for r in range(len(counts) + 1)]
@@ -152,8 +153,16 @@ class Blocks:
         return sort.sort_by_key(self, keys, values)
 
 
-def _devices(devices) -> list:
+def _devices(devices, gpu_aware: bool) -> list:
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
         raise TypeError(f"Blocks() takes a sequence of devices, one per block, not "
                         f"{type(devices).__name__}")
-    return [_device(d) for d in devices]
+    resolved = [_device(d) for d in devices]
+    for device in resolved if gpu_aware else ():
+        refusal = export_refusal(device)
+        if refusal:   # found here, on every rank, rather than mid-transfer
+            raise ValueError(f"Blocks(): World(comm, gpu_aware=True) hands MPI the "
+                             f"arrays themselves through DLPack, and arrays on {device} "
+                             f"cannot be exported that way; use World(comm), whose "
+                             f"transport stages through host memory")
+    return resolved

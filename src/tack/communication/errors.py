@@ -126,8 +126,8 @@ def require_array(call: str, what: str, value) -> Array:
 def require_on_device(blocks, call: str, what: str, gid: int, array: Array) -> Array:
     device = blocks.device(gid)
     if array.device != device:
-        raise ValueError(f"{call}: {what} is not on block {gid}'s device ({device!r}) "
-                         f"but on another ({array.device!r}); copy it there first "
+        raise ValueError(f"{call}: {what}: the array is on {array.device!r}, not on "
+                         f"block {gid}'s device ({device!r}); copy it there first "
                          f"(a.to_device(...))")
     return array
 

@@ -151,7 +151,7 @@ class Plan:
                 return last
         require_dict(RUN, "the values", values)
         require_every_local(blocks, RUN, "the values", values)
-        views, types = {}, set()
+        views, types, snapshots = {}, set(), False
         for g in blocks.local:
             array = require_array(RUN, f"the values of block {g}", values[g])
             require_on_device(blocks, RUN, f"the values of block {g}", g, array)
@@ -169,6 +169,7 @@ class Plan:
                 continue
             view = transport.host_view(array)
             copied = view is None and receives
+            snapshots = snapshots or view is None
             rows = (-1,) + T.element_shape(array.dtype)   # an element per row
             view = (array.numpy() if view is None else view).reshape(rows)
             views[g] = (array, view, copied)
@@ -176,7 +177,7 @@ class Plan:
             raise TypeError(f"{RUN}: the values have different element types on "
                             f"different blocks ({', '.join(sorted(types))})")
         self._dtype = types.pop() if types else None
-        if not any(c for _, _, c in views.values()):
+        if not snapshots:   # a copy of device memory must be taken again each run
             self._last = views
         return views
 
@@ -375,6 +376,8 @@ class _DirectState:
     def complete(self, views) -> None:
         flat = self.flat
         for _, d, _, data, index, _ in self.local:
+            if data.device.backend.memory_domain != index.device.backend.memory_domain:
+                data = data.to_device(index.device)   # blocks on a GPU and the CPU
             kernels.scatter(flat[d], index, data)
         self.requests.wait_receives()
         for _, d, index, data in self.into:

@@ -171,8 +171,8 @@ _PAYLOAD_WORDS = {
 
 
 def _same(call: str, layout) -> list:
-    return [(layout, TypeError, f"{call}: the payloads' names, types or trailing "
-                                f"shapes")]
+    return [(layout, TypeError,
+             f"{call}: the layout of the payloads (names, types, trailing shapes)")]
 
 
 def _check(blocks, bounds, points, holds) -> tuple:

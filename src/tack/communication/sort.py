@@ -45,7 +45,8 @@ def sort_by_key(blocks, keys, values):
     world.begin(CALL, error, [
         (key_type, TypeError, f"{CALL}: the keys' type"),
         (payload, ValueError, f"{CALL}: whether values are given"),
-        (layout, TypeError, f"{CALL}: the values' names, types or trailing shapes")])
+        (layout, TypeError,
+         f"{CALL}: the layout of the values (names, types, trailing shapes)")])
     sorted_, late = (None, None) if error else fault(_local_sort, blocks, keys, values)
     world.finish()
     run, rows = sorted_ or (None, None)
@@ -103,16 +104,22 @@ def _local_sort(blocks, keys, values):
         run = np.concatenate([transport.host_values(k) for k in parts])
         run.sort()
         return run, None
-    joined = concat(parts) if len(parts) > 1 else parts[0]
-    positions = arange(joined.size, dtype=T.i64, device=joined.device)
-    sorted_keys, order = radix_sort_pairs(joined, positions)
-    order = transport.host_values(order)
+    if all(k.device is parts[0].device for k in parts):
+        joined = concat(parts) if len(parts) > 1 else parts[0]
+        positions = arange(joined.size, dtype=T.i64, device=joined.device)
+        sorted_keys, order = radix_sort_pairs(joined, positions)
+        order = transport.host_values(order)
+        run = transport.host_values(sorted_keys)
+    else:   # this rank's blocks on several devices: the same stable order, on the host
+        joined = np.concatenate([transport.host_values(k) for k in parts])
+        order = np.argsort(joined, kind="stable")
+        run = joined[order]
     rows = {}
     for name in values[blocks.local.start]:
         stacked = np.concatenate([transport.host_values(values[g][name])
                                   for g in blocks.local])
         rows[name] = np.take(stacked, order, axis=0)
-    return transport.host_values(sorted_keys), rows
+    return run, rows
 
 
 def _boundaries(blocks, run, late=None) -> tuple:

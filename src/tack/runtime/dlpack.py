@@ -92,6 +92,14 @@ def device_of(array: Array):
     return (backend.dlpack_device_type, getattr(backend, "index", 0))
 
 
+def export_refusal(device):
+    """Why arrays on ``device`` cannot be exported through DLPack, or None."""
+    backend = device.backend
+    if backend.memory_domain == "host" or _wraps_device_memory(backend):
+        return None
+    return backend.dlpack_refusal_note
+
+
 def _wraps_device_memory(backend) -> bool:
     """True for a backend whose buffers are device pointers another library can
     use (CUDA): it exports them and wraps imported ones (``backend.wrap``)."""
@@ -160,9 +168,10 @@ def export(array: Array, max_version=None, copy=None):
         raise BufferError("Tack exports DLPack tensors without copying; copy=True is "
                           "not supported")
     backend = array.device.backend
-    if backend.memory_domain != "host" and not _wraps_device_memory(backend):
+    refusal = export_refusal(array.device)
+    if refusal:
         raise BufferError(f"arrays on {array.device} cannot be exported through DLPack: "
-                          f"{backend.dlpack_refusal_note}")
+                          f"{refusal}")
     if backend.memory_domain == "host":
         backend.synchronize()
     else:   # the consumer may use it at once: later launches on it complete first
