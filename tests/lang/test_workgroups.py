@@ -83,7 +83,16 @@ def _refused(kernel, *args, feature):
         kernel(*args)
 
 
-def test_shared_tile_and_barrier(rng=np.random.default_rng()):
+@pytest.fixture(params=[False, True], ids=["plain", "debug"])
+def debug_or_not(request):
+    """Each workgroup kernel plain and in debug mode (a debug launch of a barrier
+    kernel once hung on PoCL: a return ahead of the barrier)."""
+    tack.set_debug(request.param)
+    yield request.param
+    tack.set_debug(False)
+
+
+def test_shared_tile_and_barrier(debug_or_not, rng=np.random.default_rng()):
     x = rng.random(4 * 256, dtype=np.float32)
     out = tack.zeros(4)
     if not HAS_WORKGROUPS:
@@ -93,7 +102,51 @@ def test_shared_tile_and_barrier(rng=np.random.default_rng()):
     np.testing.assert_allclose(out.numpy(), x.reshape(4, 256).sum(1), rtol=1e-5)
 
 
-def test_block_reductions(rng=np.random.default_rng()):
+@tack.kernel
+def sums_of_four_after_a_barrier(x, out):
+    for i in range(len(x)):
+        tack.barrier()
+        if tack.thread_id() == 0:
+            s = 0.0
+            for k in range(4):
+                s += x[i + k]
+            out[i // 256] = s
+
+
+def test_lane_zero_reads_after_a_barrier(debug_or_not):
+    x = np.arange(512, dtype=np.float32)
+    out = tack.zeros(2)
+    if not HAS_WORKGROUPS:
+        _refused(sums_of_four_after_a_barrier, tack.array(x), out,
+                 feature="tack.barrier()")
+        return
+    sums_of_four_after_a_barrier(tack.array(x), out)
+    np.testing.assert_array_equal(out.numpy(), [6.0, 256 + 257 + 258 + 259])
+
+
+@tack.kernel
+def next_tile_after_a_barrier(x, out):
+    for i in range(len(x)):
+        tack.barrier()
+        if tack.thread_id() == 0:
+            out[i // 256] = x[i + 256]
+
+
+def test_an_access_after_a_barrier_is_checked():
+    x, out = tack.array(np.arange(512, dtype=np.float32)), tack.full(2, -1.0)
+    if not HAS_WORKGROUPS:
+        return   # refused: test_lane_zero_reads_after_a_barrier
+    tack.set_debug(True)
+    try:   # lane 0 of the last workgroup reads past the end
+        with pytest.raises(IndexError, match=re.escape(
+                "index 512 is out of bounds (extent 512) in x[i + 256]")):
+            next_tile_after_a_barrier(x, out)
+    finally:
+        tack.set_debug(False)
+    np.testing.assert_array_equal(out.numpy(), [256.0, 0.0])   # the skipped load: 0
+
+
+def test_block_reductions(debug_or_not, rng=np.random.default_rng()):
     x = (rng.random(3 * 256) * 100 - 50).astype(np.float32)
     sums, lows, highs = tack.zeros(3), tack.zeros(3), tack.zeros(3)
     if not HAS_WORKGROUPS:

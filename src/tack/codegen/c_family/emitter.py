@@ -24,6 +24,7 @@ import numpy as np
 from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
+from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.registry import Registry
 from ...ir.traversal import walk
 from ..identifiers import kernel_entry_name, variable_name
@@ -110,7 +111,10 @@ class CEmitter:
         items = items_per_thread(fn, t)
         first = "tack_flat" if items == 1 else "tack_first"
         self.emit(f"{t.index_type} {first} = {t.first_id(items)};")
-        self.emit(f"if ({first} >= tack_total) return;")
+        # Launched in whole workgroups, every lane is in range; and PoCL hung on
+        # a return ahead of a barrier (in debug variants), though none is taken.
+        if not requires_full_workgroups(fn):
+            self.emit(f"if ({first} >= tack_total) return;")
         for name, dtype in fn.locals:
             self.emit(f"{self.type(dtype)} {self.name(name)};")
         self.declare_arrays()
