@@ -26,9 +26,8 @@ from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
 from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
-from ..array import Array
 from ..backend import Backend
-from ..grid import WORKGROUP, launch_count
+from .launch import make_launch
 
 MAX_LAUNCH = 1 << 40   # iterations one launch may index (a flat long index)
 _TARGET = OpenCLTarget()
@@ -98,6 +97,9 @@ class CLProgram:
     full_workgroups: bool = False
     name: str = ""
     prints: tuple = ()   # its print statements (see runtime/print_buffer.py)
+    n_args: int = 0                 # arguments a launch gets (the print buffer included)
+    array_positions: tuple = ()     # which of them are arrays
+    n_extents: int = 1
 
 
 class OpenCLBackend(Backend):
@@ -170,31 +172,16 @@ class OpenCLBackend(Backend):
         extents = len(typed.parallel_for.extents)
         kernel.set_scalar_arg_dtypes([None if p.is_array else p.dtype.numpy
                                       for p in typed.params] + [np.int64] * extents)
+        params = with_print_buffer(fn).params
         return CLProgram(source, entry, kernel, iteration_cost(typed), threading.Lock(),
-                         requires_full_workgroups(typed), fn.name, print_statements(typed))
+                         requires_full_workgroups(typed), fn.name, print_statements(typed),
+                         len(params), tuple(k for k, p in enumerate(params) if p.is_array),
+                         extents)
 
     # -- running -----------------------------------------------------------------------
     def launcher(self, program: CLProgram):
-        """``launch(args, extents)``: queue one launch over the flattened extents.
-        pyopencl packs the scalars in their parameters' types (declared at the
-        build); a value out of its type's range raises before anything is queued."""
-        cl = _cl()
-        queue, kernel, name = self.queue, program.kernel, program.name
-        enqueue, acquire, release = cl.enqueue_nd_range_kernel, program.lock.acquire, \
-            program.lock.release
-        checked = program.full_workgroups   # its count must be a multiple of WORKGROUP
-
-        def launch(args, extents):
-            total = extents[0]
-            if checked or len(extents) > 1 or total > MAX_LAUNCH:
-                total = launch_count(name, extents, checked, MAX_LAUNCH, self.api_name)
-            if total <= 0:
-                return
-            values = [a._buffer.mem if type(a) is Array else a for a in args]
-            acquire()   # the kernel object holds its arguments
-            try:
-                kernel.set_args(*values, total, *extents[1:])
-                enqueue(queue, kernel, (-(-total // WORKGROUP) * WORKGROUP,), (WORKGROUP,))
-            finally:
-                release()
-        return launch
+        """``launch(args, extents)``: queue one launch over the flattened extents
+        (``launch.py``). pyopencl packs the scalars in their parameters' types
+        (declared at the build); a value out of its type's range raises before
+        anything is queued."""
+        return make_launch(self, program, _cl().enqueue_nd_range_kernel, MAX_LAUNCH)
