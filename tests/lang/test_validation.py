@@ -470,7 +470,39 @@ def k_ndindex_unpack(a):
         a[i] = 1.0
 
 
+@tack.kernel
+def k_reserved_parameter(__tack_print__):
+    for i in range(len(__tack_print__)):
+        __tack_print__[i] = 0.0
+
+
+@tack.kernel
+def k_reserved_local(a):
+    for i in range(len(a)):
+        __tack_errors__ = 2.0
+        a[i] = __tack_errors__
+
+
+@tack.kernel
+def k_print_nul(a):
+    for i in range(len(a)):
+        print("a\x00b", i)
+
+
+@tack.kernel
+def k_print_surrogate(a):
+    for i in range(len(a)):
+        print("x\ud800y", i)
+
+
 _UNSUPPORTED = {
+    k_print_nul: "unsupported print label with a NUL character at line 4, column 15",
+    k_print_surrogate: "unsupported print label that is not valid Unicode text (a lone "
+                       "surrogate) at line 4, column 15",
+    k_reserved_parameter: "unsupported name '__tack_print__' (names starting with "
+                          "__tack_ are Tack's own) at line 2, column 26",
+    k_reserved_local: "unsupported name '__tack_errors__' (names starting with __tack_ "
+                      "are Tack's own) at line 4, column 9",
     k_assert: "unsupported Assert at line 4, column 9",
     k_with: "unsupported With at line 4, column 9",
     k_try: "unsupported Try at line 4, column 9",

@@ -27,6 +27,7 @@ _SUPPORTED = (
     ast.LtE, ast.Gt, ast.GtE, ast.MatMult,
 )
 _TERMINATORS = (ast.Return, ast.Break, ast.Continue)
+RESERVED_PREFIX = "__tack_"
 
 
 def unsupported(source: Source, construct: str, node) -> UnsupportedSyntaxError:
@@ -72,6 +73,8 @@ class _Validator(ast.NodeVisitor):
             self.reject("parameter kind (only plain positional parameters)", node)
         if args.defaults or args.kw_defaults:
             self.reject("default parameter value", node)
+        for arg in args.args:
+            self._check_name(arg.arg, arg)
         self._body(node.body, top=True)
 
     def _body(self, body, top=False):
@@ -82,6 +85,18 @@ class _Validator(ast.NodeVisitor):
             if top and k == 0 and _is_docstring(stmt):
                 continue
             self.visit(stmt)
+
+    # -- names -------------------------------------------------------------------
+    def visit_Name(self, node: ast.Name):
+        self._check_name(node.id, node)
+        self.generic_visit(node)
+
+    def _check_name(self, name: str, node) -> None:
+        """Tack's hidden parameters (debug mode's arrays, the print buffer, the
+        returned value) are named ``__tack_...``: no user name may be."""
+        if name.startswith(RESERVED_PREFIX):
+            self.reject(f"name '{name}' (names starting with {RESERVED_PREFIX} are "
+                        f"Tack's own)", node)
 
     # -- statements ------------------------------------------------------------
     def visit_Expr(self, node: ast.Expr):
@@ -148,8 +163,19 @@ class _Validator(ast.NodeVisitor):
         is_print = isinstance(node.func, ast.Name) and node.func.id == "print"
         for arg in node.args:
             if is_print and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                self._check_label(arg)
                 continue
             self.visit(arg)
+
+    def _check_label(self, node: ast.Constant) -> None:
+        """A print label travels as UTF-8 text ending at a NUL on the CPU."""
+        if "\0" in node.value:
+            self.reject("print label with a NUL character", node)
+        try:
+            node.value.encode("utf-8")
+        except UnicodeEncodeError:
+            self.reject("print label that is not valid Unicode text (a lone "
+                        "surrogate)", node)
 
     def _check_range_step(self, it):
         if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)

@@ -26,6 +26,7 @@ from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
 from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
+from ...lang.lower.bounds import ERRORS
 from ..backend import Backend
 from .launch import make_launch
 
@@ -124,7 +125,7 @@ class OpenCLBackend(Backend):
         self.memory_domain = ("opencl", index)
         extensions = self.device.extensions.split()
         fp64 = "cl_khr_fp64" in extensions
-        atomics64 = "cl_khr_int64_base_atomics" in extensions
+        atomics64 = self.int64_atomics = "cl_khr_int64_base_atomics" in extensions
         self.supported_dtypes = frozenset(t for t in T.SCALAR_TYPES if fp64 or t != T.f64)
         atomic = [T.i32, T.u32, T.f32]
         if atomics64 and "cl_khr_int64_extended_atomics" in extensions:
@@ -160,6 +161,7 @@ class OpenCLBackend(Backend):
     def build(self, fn) -> CLProgram:
         cl = _cl()
         typed = typed_by_value(fn)
+        self._check_counters(typed)
         source, entry = generate_c_source(typed, _TARGET)
         try:
             program = cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
@@ -177,6 +179,18 @@ class OpenCLBackend(Backend):
                          requires_full_workgroups(typed), fn.name, print_statements(typed),
                          len(params), tuple(k for k, p in enumerate(params) if p.is_array),
                          extents)
+
+    def _check_counters(self, typed) -> None:
+        """print() and debug mode count in 64-bit atomics (their records' and
+        violations' counters): refuse them clearly on a device without."""
+        if self.int64_atomics:
+            return
+        for feature, used in (("print()", print_statements(typed)),
+                              ("debug mode", any(p.name == ERRORS for p in typed.params))):
+            if used:
+                raise NotImplementedError(
+                    f"{feature} needs 64-bit atomics (cl_khr_int64_base_atomics), "
+                    f"which the OpenCL device {self.device.name!r} lacks")
 
     # -- running -----------------------------------------------------------------------
     def launcher(self, program: CLProgram):
