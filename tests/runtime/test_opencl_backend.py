@@ -1,10 +1,11 @@
-"""The OpenCL backend's own refusals (the kernels themselves run in the backend
-suites, tests/test_backend_suites.py)."""
+"""The OpenCL backend's own behaviour: refusals, allocation errors, element reads
+(the kernels themselves run in the backend suites, tests/test_backend_suites.py)."""
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 import tack
@@ -38,3 +39,30 @@ def test_counters_need_64_bit_atomics(opencl, monkeypatch, feature, kernel, debu
             kernel(*args)
     finally:
         tack.set_debug(False)
+
+
+def test_an_element_read_copies_only_that_element(opencl, monkeypatch):
+    values = np.arange(60, dtype=np.float64).reshape(3, 4, 5)
+    a = tack.array(values, device=opencl)
+    sizes = []
+    read = type(a._buffer).read
+
+    def counted(self, nbytes, copy, offset=0):
+        sizes.append(nbytes)
+        return read(self, nbytes, copy, offset)
+    monkeypatch.setattr(type(a._buffer), "read", counted)
+    for index in [(0, 0, 0), (2, 3, 4), (1, -1, 2), (-3, 0, -5)]:
+        assert a[index] == values[index]
+    assert sizes == [8] * 4
+    vectors = tack.array(values.reshape(20, 3), dtype=tack.vec3(dtype=tack.f64), device=opencl)
+    np.testing.assert_array_equal(vectors[7], values.reshape(20, 3)[7])
+    assert tack.array(np.int16(-7), device=opencl)[()] == -7
+
+
+@pytest.mark.parametrize("shape", [(1 << 40,), (1 << 32, 1 << 32)])
+def test_an_allocation_past_the_device_limit_is_a_memory_error(opencl, shape):
+    limit = opencl.backend.device.max_mem_alloc_size
+    with pytest.raises(MemoryError, match=re.escape(
+            f"bytes on an OpenCL device: it allocates at most {limit} bytes in one "
+            f"buffer")):
+        tack.empty(shape, tack.u8, device=opencl)

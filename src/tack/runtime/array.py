@@ -177,9 +177,16 @@ class Array:
                 raise IndexError(f"index {i} is out of bounds for a dimension of "
                                  f"length {extent}")
             position.append(i % extent)
-        value = self._values()[tuple(position)]
+        flat = 0
+        for i, extent in zip(position, self._shape):
+            flat = flat * extent + i
+        size = self._dtype.itemsize   # only this element's bytes travel
+        self._device.backend.synchronize()
+        raw = self._buffer.read(size, False, flat * size)
+        value = raw.view(self._scalar.numpy)
         # A vector or matrix element is a NumPy array of the element's shape (a copy).
-        return value.item() if self._scalar is self._dtype else value.copy()
+        return value[0].item() if self._scalar is self._dtype else \
+            value.reshape(self._dtype.shape).copy()
 
     def __setitem__(self, key, value):
         raise TypeError("tack.Array does not support host assignment: write it in a "

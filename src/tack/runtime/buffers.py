@@ -32,8 +32,8 @@ class ExternalBuffer:
                 self._view = np.frombuffer(raw, dtype=np.uint8)
         return self._view
 
-    def read(self, nbytes: int, copy: bool):
-        view = self.host_view()[:nbytes]
+    def read(self, nbytes: int, copy: bool, offset: int = 0):
+        view = self.host_view()[offset:offset + nbytes]
         return view.copy() if copy else view
 
     def write(self, data) -> None:

@@ -78,9 +78,9 @@ class HostBuffer:
     def host_view(self):
         return self.raw
 
-    def read(self, nbytes: int, copy: bool):
-        """The first ``nbytes`` as bytes: a view of host memory unless ``copy``."""
-        view = self.raw[:nbytes]
+    def read(self, nbytes: int, copy: bool, offset: int = 0):
+        """``nbytes`` from byte ``offset``: a view of host memory unless ``copy``."""
+        view = self.raw[offset:offset + nbytes]
         return view.copy() if copy else view
 
     def write(self, data) -> None:

@@ -67,17 +67,25 @@ class CLBuffer:
 
     __slots__ = ("mem", "queue", "nbytes", "address")
 
-    def __init__(self, context, queue, nbytes: int):
+    def __init__(self, context, queue, nbytes: int, limit: int):
         cl = _cl()
-        self.mem = cl.Buffer(context, cl.mem_flags.READ_WRITE, max(nbytes, 8))
+        if nbytes > limit:
+            raise MemoryError(f"cannot allocate {nbytes} bytes on an OpenCL device: "
+                              f"it allocates at most {limit} bytes in one buffer")
+        try:
+            self.mem = cl.Buffer(context, cl.mem_flags.READ_WRITE, max(nbytes, 8))
+        except cl.Error as exc:
+            raise MemoryError(f"cannot allocate {nbytes} bytes on an OpenCL device: "
+                              f"{exc}") from exc
         self.queue = queue
         self.nbytes = nbytes
         self.address = 0  # no host address: kernels receive the buffer itself
 
-    def read(self, nbytes: int, copy: bool):
+    def read(self, nbytes: int, copy: bool, offset: int = 0):
         out = np.empty(nbytes, np.uint8)
         if nbytes:
-            _cl().enqueue_copy(self.queue, out, self.mem, is_blocking=True)
+            _cl().enqueue_copy(self.queue, out, self.mem, src_offset=offset,
+                               is_blocking=True)
         return out
 
     def write(self, data) -> None:
@@ -122,6 +130,7 @@ class OpenCLBackend(Backend):
         self.index = index
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.context)
+        self.max_buffer = self.device.max_mem_alloc_size
         self.memory_domain = ("opencl", index)
         extensions = self.device.extensions.split()
         fp64 = "cl_khr_fp64" in extensions
@@ -137,7 +146,7 @@ class OpenCLBackend(Backend):
                 self.device.driver_version)
 
     def allocate(self, nbytes: int) -> CLBuffer:
-        return CLBuffer(self.context, self.queue, nbytes)
+        return CLBuffer(self.context, self.queue, nbytes, self.max_buffer)
 
     def synchronize(self) -> None:
         cl = _cl()

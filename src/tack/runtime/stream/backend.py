@@ -49,10 +49,10 @@ class DeviceBuffer:
         self.shared = not owned
         self.pooled = pooled
 
-    def read(self, nbytes: int, copy: bool):
+    def read(self, nbytes: int, copy: bool, offset: int = 0):
         out = np.empty(nbytes, np.uint8)
         if nbytes:
-            self.backend.copy_to_host(out, self.address, nbytes)
+            self.backend.copy_to_host(out, self.address + offset, nbytes)
         return out
 
     def write(self, data) -> None:
