@@ -118,6 +118,58 @@ def test_histogram():
         A.histogram(tack.zeros(3), 4)
 
 
+def test_histogram_u64_keys_past_2_63_are_outside_every_bin():
+    # Regression: compared with the i64 length as negative i64s, such keys were
+    # counted far out of bounds (wrong counts, then a crash).
+    rng = np.random.default_rng(SEED)
+    keys = np.concatenate([rng.integers(0, 2**64, 100_000, dtype=np.uint64,
+                                        endpoint=False),
+                           np.array([1, 2**63, 2**64 - 1, 2**63 + 2, 3], np.uint64)])
+    counts = A.histogram(tack.array(keys), 4).numpy()
+    np.testing.assert_array_equal(counts, np.bincount(keys[keys < 4].astype(np.int64),
+                                                      minlength=4), err_msg=f"{SEED}")
+
+
+def test_histogram_checks_bins_and_out():
+    keys = tack.array(np.array([0, 1, 1, 3], np.int32))
+    with pytest.raises(TypeError, match=re.escape("histogram() takes an integer for "
+                                                  "bins, not float")):
+        A.histogram(keys, 2.7)
+    with pytest.raises(TypeError, match=re.escape("histogram() takes an integer for "
+                                                  "bins, not str")):
+        A.histogram(keys, "3")
+    with pytest.raises(ValueError, match=re.escape("histogram() takes a non-negative "
+                                                   "bins, got -1")):
+        A.histogram(keys, -1)
+    with pytest.raises(ValueError, match=re.escape("histogram() out must not be keys")):
+        A.histogram(keys, 4, out=keys)
+    np.testing.assert_array_equal(keys.numpy(), [0, 1, 1, 3])
+    assert A.histogram(keys, np.int64(2)).numpy().tolist() == [1, 2]
+
+
+def test_a_read_only_out_is_refused_by_the_public_function():
+    held = np.zeros(4, np.int64)     # wrapped read-only: host memory, on the CPU
+    cpu = tack.device("cpu")
+    out = tack.array_from_ptr(held, (4,), tack.i64, device=cpu)
+    keys = tack.array(np.array([0, 1], np.int32), device=cpu)
+    for call, name in ((lambda: A.exclusive_scan(tack.ones(4, tack.i64, device=cpu),
+                                                 out=out), "exclusive_scan"),
+                       (lambda: A.histogram(keys, 4, out=out), "histogram")):
+        with pytest.raises(ValueError, match=re.escape(
+                f"{name}() writes out, but the array is read-only")):
+            call()
+    np.testing.assert_array_equal(held, 0)
+
+
+@pytest.mark.parametrize("dtype", [tack.f32, tack.f64])
+def test_scans_keep_the_sign_of_zero(dtype):
+    values = np.array([-0.0, -0.0, 1.0, -1.0, -0.0], dtype.numpy)
+    inclusive = A.inclusive_scan(tack.array(values)).numpy()
+    np.testing.assert_array_equal(np.signbit(inclusive), np.signbit(np.cumsum(values)))
+    exclusive = A.exclusive_scan(tack.array(values)).numpy()
+    assert not np.signbit(exclusive[0]) and np.signbit(exclusive[1])
+
+
 def test_histogram_out_must_match_the_bins():
     keys = tack.array(np.array([0, 1, 1], np.int32))
     with pytest.raises(ValueError, match="out must have 4 elements"):

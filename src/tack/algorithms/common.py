@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 from .. import types as T
 from ..runtime.array import Array
 
@@ -41,3 +43,23 @@ def same_device(name: str, *arrays) -> None:
             raise ValueError(f"{name}() was given arrays on two devices ({first.device} "
                              f"and {other.device}); copy them to one device first "
                              f"(a.to_device(...)).")
+
+
+def require_writable(name: str, what: str, value: Array) -> Array:
+    """``value`` if it may be written, else ``ValueError`` naming the function."""
+    if not value.writable:
+        raise ValueError(f"{name}() writes {what}, but the array is read-only; pass a "
+                         f"writable array (or a copy)")
+    return value
+
+
+def require_count(name: str, what: str, value) -> int:
+    """``value`` as a non-negative int (``operator.index``: no floats, no strings)."""
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}() takes an integer for {what}, not "
+                        f"{type(value).__name__}") from None
+    if count < 0:
+        raise ValueError(f"{name}() takes a non-negative {what}, got {count}")
+    return count

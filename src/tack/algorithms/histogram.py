@@ -6,7 +6,8 @@ from .. import types as T
 from ..lang.intrinsics import atomic_add
 from ..runtime.creation import zeros
 from ..runtime.kernel import library_kernel
-from .common import require_1d, require_array, same_device
+from .common import (require_1d, require_array, require_count, require_writable,
+                     same_device)
 
 _KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
 
@@ -15,7 +16,9 @@ _KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
 def count_keys(keys, counts):
     for i in range(len(keys)):
         k = keys[i]
-        if k >= 0 and k < len(counts):
+        # compared as u64: a u64 key past 2**63 compared with the i64 length
+        # would be compared as a negative i64, and counted far out of bounds
+        if k >= 0 and T.u64(k) < T.u64(len(counts)):
             atomic_add(counts, k, 1)
 
 
@@ -26,10 +29,14 @@ def histogram(keys, bins: int, out=None):
     keys = require_1d("histogram", "keys", require_array("histogram", "keys", keys))
     if keys.dtype not in _KEY_TYPES:
         raise TypeError(f"histogram() takes i32, u32, i64 or u64 keys, not {keys.dtype}")
-    bins = int(bins)
+    bins = require_count("histogram", "bins", bins)
     if out is None:
         out = zeros(bins, T.i64, device=keys.device)
     require_1d("histogram", "out", require_array("histogram", "out", out))
+    require_writable("histogram", "out", out)
+    if out._buffer is keys._buffer:   # the counts would land in the keys being read
+        raise ValueError("histogram() out must not be keys: the counts would change "
+                         "the keys as they are counted")
     if out.size != bins:
         raise ValueError(f"histogram() out must have {bins} elements (one per bin), "
                          f"got {out.size}")

@@ -2,7 +2,7 @@
 
 1. each chunk's total; 2. an exclusive scan of the totals (one iteration);
 3. each chunk scanned from its offset. Integers wrap like kernel arithmetic;
-floats add in a fixed order (within a chunk, then across chunks).
+floats add in a fixed order (within a chunk, then across chunks), from -0.0.
 """
 
 from __future__ import annotations
@@ -10,24 +10,25 @@ from __future__ import annotations
 
 from ..runtime.creation import empty
 from ..runtime.kernel import library_kernel
-from .common import CHUNK, chunks_of, require_1d, require_array, same_device
+from .common import (CHUNK, chunks_of, require_1d, require_array, require_writable,
+                     same_device)
 
 
 @library_kernel
-def chunk_totals(x, totals, chunk):
+def chunk_totals(x, totals, chunk, zero):
     for c in range(len(totals)):
         lo = c * chunk
         hi = min(lo + chunk, len(x))
-        s = 0
+        s = zero
         for i in range(lo, hi):
             s += x[i]
         totals[c] = s
 
 
 @library_kernel
-def scan_totals(totals):
+def scan_totals(totals, zero):
     for _ in range(1):
-        running = 0
+        running = zero
         for c in range(len(totals)):
             t = totals[c]
             totals[c] = running
@@ -35,7 +36,7 @@ def scan_totals(totals):
 
 
 @library_kernel
-def chunk_scan(x, out, offsets, chunk, inclusive):
+def chunk_scan(x, out, offsets, chunk, inclusive, empty_sum):
     for c in range(len(offsets)):
         lo = c * chunk
         hi = min(lo + chunk, len(x))
@@ -46,7 +47,7 @@ def chunk_scan(x, out, offsets, chunk, inclusive):
                 running += v
                 out[i] = running
             else:
-                out[i] = running
+                out[i] = running if i > 0 else empty_sum
                 running += v
 
 
@@ -56,6 +57,7 @@ def _scan(name: str, values, out, inclusive: int):
         out = empty(values.shape, values.dtype, device=values.device)
     else:
         require_1d(name, "out", require_array(name, "out", out))
+        require_writable(name, "out", out)
         if out.shape != values.shape or out.dtype != values.dtype:
             raise ValueError(f"{name}() out must have shape {values.shape} and dtype "
                              f"{values.dtype}, got {out.shape} {out.dtype}")
@@ -63,9 +65,14 @@ def _scan(name: str, values, out, inclusive: int):
     if values.size == 0:
         return out
     totals = empty(chunks_of(values.size), values.dtype, device=values.device)
-    chunk_totals(values, totals, CHUNK)
-    scan_totals(totals)
-    chunk_scan(values, out, totals, CHUNK, inclusive)
+    # Sums start from -0.0 for floats (0 for integers): -0.0 + v is v for every v,
+    # so a run of negative zeros sums to -0.0, as in Python; the exclusive
+    # scan's first element, the sum of no values, is +0.0.
+    kind = values.dtype.numpy
+    zero = kind.type(-0.0 if values.dtype.is_float else 0)
+    chunk_totals(values, totals, CHUNK, zero)
+    scan_totals(totals, zero)
+    chunk_scan(values, out, totals, CHUNK, inclusive, kind.type(0))
     return out
 
 
