@@ -282,6 +282,19 @@ def test_lines_past_the_print_buffer_are_counted(capsys):
                     "'k_print_one' (it holds 65536 words a launch)")
 
 
+@tack.kernel
+def k_print_without_parameters():
+    for i in range(3):
+        print("no parameters", i)
+
+
+def test_a_kernel_without_parameters_prints(capsys):
+    # Regression: the GPU build looked at the last parameter of an empty list.
+    _prints(k_print_without_parameters)
+    assert sorted(capsys.readouterr().out.splitlines()) == [
+        "no parameters 0", "no parameters 1", "no parameters 2"]
+
+
 def test_print_with_debug_mode(capsys):
     tack.set_debug(True)
     try:

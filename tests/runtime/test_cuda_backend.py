@@ -414,6 +414,46 @@ def test_debug_mode_builds_and_reports_what_the_kernel_recorded(fake, fake_devic
             tack.set_debug(False)
 
 
+def test_two_identical_devices_each_load_their_own_program(fake, monkeypatch):
+    """Regression: the variant key named the device model only, so cuda:1 launched
+    the function loaded into cuda:0's context (and used its scalar pack)."""
+    from tack.runtime.cuda.backend import CUDABackend
+    from tack.runtime.device import Device
+    fake.devices = 2
+    loaded, launched, handles = [], [], iter(range(0xF00, 0xFFF))
+    load, launch = fake.cuModuleLoadData, fake.cuLaunchKernel
+
+    def load_data(image):
+        loaded.append(int(fake.current))
+        return load(image)
+
+    def get_function(module, name):    # a distinct handle per load
+        return (fake.ok, fake.real.CUfunction(next(handles)))
+
+    def launch_kernel(f, *rest):
+        launched.append((int(f), int(fake.current)))
+        return launch(f, *rest)
+    monkeypatch.setattr(fake, "cuModuleLoadData", load_data)
+    monkeypatch.setattr(fake, "cuModuleGetFunction", get_function)
+    monkeypatch.setattr(fake, "cuLaunchKernel", launch_kernel)
+    devices = []
+    for k in range(2):
+        backend = CUDABackend(k)
+        backend.memory_domain = ("fake-cuda", k)
+        devices.append(Device(backend, "cuda", k))
+    @tack.kernel
+    def scale(x, y, a):     # new here: no variant of it exists yet
+        for i in range(len(x)):
+            y[i] = a * x[i]
+
+    fake.arity = 4
+    for device in devices:
+        with device:
+            scale(tack.zeros(300), tack.zeros(300), 2.0)
+    assert loaded == [0xC0, 0x1C0]                       # one load per context
+    assert launched == [(0xF00, 0xC0), (0xF01, 0x1C0)]   # each its own function
+
+
 def test_atomics_and_return_values_compile(fake, fake_device):
     with fake_device:
         for dtype in (tack.i32, tack.u32, tack.i64, tack.u64, tack.f32, tack.f64):

@@ -259,6 +259,26 @@ def test_the_build_compiles_hip_for_the_devices_architecture(fake, fake_device, 
     assert np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0] == np.float32(2.5)
 
 
+@tack.kernel
+def first_of(out, n):
+    for i in range(n):
+        if i == 0:
+            out[0] = 1.0
+
+
+def test_a_launch_past_hips_thread_limit_is_a_value_error(fake, fake_device):
+    """HIP refuses a launch of 2**32 threads or more, a limit 256 times below
+    CUDA's: Tack refuses such a count before anything is queued."""
+    with fake_device:
+        out = tack.zeros(1)
+        fake.arity = 3
+        first_of(out, (1 << 32) - 256)        # the largest count a HIP grid takes
+        with pytest.raises(ValueError, match=re.escape(
+                "a launch of 4294967296 iterations is larger than one HIP grid can "
+                "index (4294967040)")):
+            first_of(out, 1 << 32)
+
+
 def test_scalars_are_copied_only_when_they_change(fake, fake_device):
     with fake_device:
         x, y = tack.zeros(300), tack.zeros(300)

@@ -70,3 +70,36 @@ def test_opencl_arrays_share_no_pointers():
         a.__dlpack__()
     with pytest.raises(BufferError):
         np.from_dlpack(a)
+
+
+TWO_OPENCL = """
+import numpy as np, tack
+
+@tack.kernel
+def saxpy(x, y, a):
+    for i in range(len(x)):
+        y[i] = a * x[i] + y[i]
+
+for k in range(2):
+    with tack.device(f"opencl:{k}"):
+        x, y = tack.array(np.ones(300, np.float32)), tack.zeros(300, tack.f32)
+        saxpy(x, y, 2.0)
+        print(k, y.numpy()[:3].tolist())
+"""
+
+
+def test_two_identical_opencl_devices_each_build_their_own_program(tmp_path):
+    # Regression: the variant key named the device model only, so opencl:1 got
+    # opencl:0's kernel object (CL_INVALID_CONTEXT at the launch).
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "two.py"
+    script.write_text(TWO_OPENCL)
+    env = dict(os.environ, POCL_DEVICES="pthread pthread")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    if "opencl:1: this machine has 1 OpenCL devices" in done.stderr:
+        pytest.skip("the OpenCL driver is not PoCL: POCL_DEVICES made no second device")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["0 [2.0, 2.0, 2.0]", "1 [2.0, 2.0, 2.0]"]

@@ -170,10 +170,13 @@ class Kernel:
             baked = spec.shape if param.name in template.shape_deps else None
             ndim = len(spec.shape) if spec.is_array else None
             parts.append((spec.dtype, spec.category, ndim, baked))
-        # (target, template, what the variant itself depends on): the disk cache
-        # keys the last part under the template's own stable key. The mode is
-        # 0/1 for aliased/disjoint (the keys False/True had) or 2 for streaming.
-        return (backend.cache_target(), template.key, (epilogue, tuple(parts), int(mode)))
+        # ((target, memory domain), template, what the variant itself depends on):
+        # the disk cache keys the last part under the template's own stable key and
+        # the target. The memory domain keeps two identical GPUs apart: a program is
+        # loaded into one device's context. The mode is 0/1 for aliased/disjoint
+        # (the keys False/True had) or 2 for streaming.
+        return ((backend.cache_target(), backend.memory_domain), template.key,
+                (epilogue, tuple(parts), int(mode)))
 
     def _build_variant(self, backend, template, function, specs, mode,
                        key) -> Variant:

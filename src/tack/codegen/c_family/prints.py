@@ -35,7 +35,7 @@ def print_statements(fn: S.Function) -> tuple:
 def with_print_buffer(fn: S.Function) -> S.Function:
     """``fn`` with the print buffer as its last parameter, if it prints (and
     does not have it already)."""
-    if not print_statements(fn) or fn.params[-1].name == PRINT_BUFFER:
+    if not print_statements(fn) or (fn.params and fn.params[-1].name == PRINT_BUFFER):
         return fn
     buffer = S.Param(PRINT_BUFFER, dtype=T.u64, is_array=True, ndim=1, span=fn.span)
     return fn.replace(params=fn.params + (buffer,))

@@ -23,6 +23,7 @@ import numpy as np
 from ... import types as T
 from ...codegen.c_family.targets import HIPTarget
 from ..backend import device_address
+from ..grid import WORKGROUP
 from ..stream.backend import DeviceBuffer, StreamBackend
 from . import compile as hiprtc_compile
 from .driver import Device, HIPError, check, current_index, raw_launcher
@@ -44,6 +45,9 @@ class HIPBackend(StreamBackend):
     # 64-bit min/max and float sub/min/max are compare-and-swap loops.
     atomic_dtypes = frozenset([T.i32, T.u32, T.i64, T.u64, T.f32, T.f64])
     device_memory_spaces = ("hip", "hip_managed")
+    # HIP refuses a launch of 2**32 threads or more (gridDim.x * blockDim.x), so
+    # whole blocks of 256 below that, counted as one iteration each
+    max_launch = ((1 << 32) // WORKGROUP - 1) * WORKGROUP
     current_index = staticmethod(current_index)   # what a bare "hip" names
 
     def __init__(self, index: int = 0):

@@ -95,11 +95,11 @@ def make_launch(backend, program):
     n_extents = program.n_params - first_extent
 
     def count(extents):
-        return launch_count(program.name, extents, program.full_workgroups, MAX_LAUNCH,
-                            backend.api_name)
+        return launch_count(program.name, extents, program.full_workgroups,
+                            backend.max_launch, backend.api_name)
 
     scope = dict(
-        MAX_LAUNCH=MAX_LAUNCH, WORKGROUP=WORKGROUP, count=count,
+        MAX_LAUNCH=backend.max_launch, WORKGROUP=WORKGROUP, count=count,
         failed=backend.launch_failed,
         acquire=program.lock.acquire, release=program.lock.release,
         enter=context.enter, leave=context.leave,
