@@ -24,3 +24,20 @@ def launch_count(name: str, extents, full_workgroups: bool, limit: int, api: str
         raise ValueError(f"a launch of {total} iterations is larger than one "
                          f"{api} grid can index ({limit})")
     return total
+
+
+def count_lines(plain: bool, n_extents: int) -> list:
+    """The first lines of a generated ``launch(args, extents)`` (the OpenCL and
+    stream backends'): ``total`` from the extents, returning when it is not
+    positive. A one-dimensional launch without workgroup collectives only
+    compares with ``MAX_LAUNCH`` (``count`` raises the error); others call
+    ``count``, which checks everything."""
+    if plain and n_extents == 1:
+        return ["    total = extents[0]",
+                "    if total <= 0:",
+                "        return",
+                "    if total > MAX_LAUNCH:",
+                "        count(extents)"]
+    return ["    total = count(extents)",
+            "    if total <= 0:",
+            "        return"]

@@ -12,22 +12,12 @@ arguments between the two calls).
 
 from __future__ import annotations
 
-from ..grid import WORKGROUP, launch_count
+from ..grid import WORKGROUP, count_lines, launch_count
 
 
 def launch_source(n_args: int, positions, n_extents: int, plain: bool) -> str:
     """Source of ``launch(args, extents)`` for one variant (see module doc)."""
-    lines = ["def launch(args, extents):"]
-    if plain and n_extents == 1:
-        lines += ["    total = extents[0]",
-                  "    if total <= 0:",
-                  "        return",
-                  "    if total > MAX_LAUNCH:",
-                  "        count(extents)"]
-    else:
-        lines += ["    total = count(extents)",
-                  "    if total <= 0:",
-                  "        return"]
+    lines = ["def launch(args, extents):"] + count_lines(plain, n_extents)
     values = [f"args[{k}]._buffer.mem" if k in positions else f"args[{k}]"
               for k in range(n_args)]
     values += ["total"] + [f"extents[{k}]" for k in range(1, n_extents)]

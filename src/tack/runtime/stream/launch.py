@@ -26,7 +26,7 @@ import threading
 
 import numpy as np
 
-from ..grid import WORKGROUP, launch_count
+from ..grid import WORKGROUP, count_lines, launch_count
 from .trampoline import bind
 
 MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
@@ -35,17 +35,7 @@ MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
 def launch_source(positions, slot_args, n_extents: int, first_extent: int,
                   plain: bool) -> str:
     """Source of ``launch(args, extents)`` for one variant (see module doc)."""
-    lines = ["def launch(args, extents):"]
-    if plain and n_extents == 1:
-        lines += ["    total = extents[0]",
-                  "    if total <= 0:",
-                  "        return",
-                  "    if total > MAX_LAUNCH:",
-                  "        count(extents)"]
-    else:
-        lines += ["    total = count(extents)",
-                  "    if not total:",
-                  "        return"]
+    lines = ["def launch(args, extents):"] + count_lines(plain, n_extents)
     # acquire/release: a `with` block costs twice as much on Python 3.11
     lines += ["    acquire()",
               "    try:",
