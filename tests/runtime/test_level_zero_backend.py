@@ -75,6 +75,7 @@ class FakeZe:
         self.memory, self.host = {}, set()
         self.args, self.launches, self.spirv, self.freed = {}, [], [], []
         self.sync_error, self.syncs = 0, 0
+        self.module_flags = 1 << 2     # ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS
 
     def _out(self, ref, value):
         ref._obj.value = value
@@ -99,6 +100,7 @@ class FakeZe:
 
     def zeDeviceGetModuleProperties(self, device, props):
         props._obj.fp64flags = 1
+        props._obj.flags = self.module_flags
         return 0
 
     def zeContextCreate(self, driver, desc, context):
@@ -279,6 +281,21 @@ def test_print_and_debug_mode_become_spirv_with_their_hidden_arrays(fake, monkey
     finally:
         tack.set_debug(False)
     assert capsys.readouterr().out == "b 7 5\n"
+
+
+def test_a_device_without_64_bit_atomics_refuses_what_needs_them(fake):
+    fake.module_flags = 0
+    dev = _device()
+    assert tack.i64 not in dev.backend.atomic_dtypes
+    tack.set_debug(True)
+    try:
+        with dev:
+            with pytest.raises(RuntimeError, match=re.escape(
+                    "print() needs 64-bit atomics (ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS), "
+                    "which the Level Zero device 'Fake Arc A770' lacks")):
+                checked_print(5, tack.zeros(3, tack.i64))
+    finally:
+        tack.set_debug(False)
 
 
 def test_drops_are_freed_at_the_next_wait_and_errors_raise_there(fake):

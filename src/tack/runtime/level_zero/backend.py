@@ -32,7 +32,7 @@ from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.workgroups import requires_full_workgroups
 from ..backend import Backend, device_address
 from ..grid import WORKGROUP, launch_count
-from ..opencl.backend import typed_by_value
+from ..opencl.backend import require_counters, typed_by_value
 from ..stream.backend import DeviceBuffer
 from . import spirv, ze
 from .ze import check, handle
@@ -128,10 +128,11 @@ class LevelZeroBackend(Backend):
         self._launch_lock = threading.RLock()
         self._pending_frees = []     # freed while launches may still use them
         self._staging, self._staging_bytes = None, 0
-        self.device_name, fp64 = self._properties()
+        self.device_name, fp64, self.int64_atomics = self._properties()
         self.supported_dtypes = frozenset(t for t in T.SCALAR_TYPES if fp64 or t != T.f64)
-        atomic = [T.i32, T.u32, T.f32, T.i64, T.u64] + ([T.f64] if fp64 else [])
-        self.atomic_dtypes = frozenset(atomic)
+        wide = [T.i64, T.u64] + ([T.f64] if fp64 else [])
+        self.atomic_dtypes = frozenset([T.i32, T.u32, T.f32] +
+                                       (wide if self.int64_atomics else []))
 
     def _event(self):
         """A host-visible event (in a pool of one) that waits signal."""
@@ -154,7 +155,8 @@ class LevelZeroBackend(Backend):
         module = ze.ModuleProperties(stype=ze.MODULE_PROPERTIES)
         check(self.lib.zeDeviceGetModuleProperties(self.device, ctypes.byref(module)),
               "zeDeviceGetModuleProperties")
-        return props.name.decode(errors="replace"), module.fp64flags != 0
+        return (props.name.decode(errors="replace"), module.fp64flags != 0,
+                bool(module.flags & ze.MODULE_FLAG_INT64_ATOMICS))
 
     def cache_target(self):
         return ("level_zero", self.device_name)
@@ -261,6 +263,8 @@ class LevelZeroBackend(Backend):
 
     def build(self, fn) -> ZeProgram:
         typed = typed_by_value(fn)
+        require_counters(typed, self.int64_atomics, f"Level Zero device "
+                         f"{self.device_name!r}", "ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS")
         source, entry = generate_c_source(typed, _TARGET)
         module = self._module(spirv.compile_spirv(source))
         kernel = handle()

@@ -123,6 +123,9 @@ class DeviceProperties(ctypes.Structure):
                 ("uuid", ctypes.c_uint8 * 16), ("name", ctypes.c_char * 256)]
 
 
+MODULE_FLAG_INT64_ATOMICS = 1 << 2   # ze_device_module_flag_t: 64-bit atomics
+
+
 class ModuleProperties(ctypes.Structure):
     """``ze_device_module_properties_t``: what the device's kernels may use."""
     _fields_ = [("stype", ctypes.c_int), ("pNext", ctypes.c_void_p),

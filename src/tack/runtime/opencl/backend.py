@@ -41,6 +41,19 @@ def typed_by_value(fn):
     return verify(annotate_types(with_print_buffer(fn)), "typed")
 
 
+def require_counters(typed, int64_atomics: bool, device: str, feature_name: str) -> None:
+    """print() and debug mode count in 64-bit atomics (their records' and
+    violations' counters): refuse them clearly on a device without (OpenCL C is
+    compiled here and for Level Zero)."""
+    if int64_atomics:
+        return
+    for feature, used in (("print()", print_statements(typed)),
+                          ("debug mode", any(p.name == ERRORS for p in typed.params))):
+        if used:
+            raise NotImplementedError(f"{feature} needs 64-bit atomics ({feature_name}), "
+                                      f"which the {device} lacks")
+
+
 def _cl():
     import pyopencl as cl  # an ImportError becomes "missing dependency"
     return cl
@@ -170,7 +183,8 @@ class OpenCLBackend(Backend):
     def build(self, fn) -> CLProgram:
         cl = _cl()
         typed = typed_by_value(fn)
-        self._check_counters(typed)
+        require_counters(typed, self.int64_atomics,
+                         f"OpenCL device {self.device.name!r}", "cl_khr_int64_base_atomics")
         source, entry = generate_c_source(typed, _TARGET)
         try:
             program = cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
@@ -188,18 +202,6 @@ class OpenCLBackend(Backend):
                          requires_full_workgroups(typed), fn.name, print_statements(typed),
                          len(params), tuple(k for k, p in enumerate(params) if p.is_array),
                          extents)
-
-    def _check_counters(self, typed) -> None:
-        """print() and debug mode count in 64-bit atomics (their records' and
-        violations' counters): refuse them clearly on a device without."""
-        if self.int64_atomics:
-            return
-        for feature, used in (("print()", print_statements(typed)),
-                              ("debug mode", any(p.name == ERRORS for p in typed.params))):
-            if used:
-                raise NotImplementedError(
-                    f"{feature} needs 64-bit atomics (cl_khr_int64_base_atomics), "
-                    f"which the OpenCL device {self.device.name!r} lacks")
 
     # -- running -----------------------------------------------------------------------
     def launcher(self, program: CLProgram):
