@@ -151,6 +151,23 @@ def int_type_for(value: int) -> ScalarType:
     raise TypeError(f"integer {value} is outside the 64-bit range")
 
 
+def float_value(value, dtype: "ScalarType") -> float:
+    """A constant of float ``dtype`` as a Python float: an integer rounds once,
+    to nearest even, straight to ``dtype`` (through a double, an f32 could
+    round twice: 2**60 + 2**36 + 1 is nearest 2**60 + 2**37 in f32, but its
+    double is 2**60 + 2**36, a tie that rounds to 2**60)."""
+    if dtype.bits != 32 or not isinstance(value, int) or abs(value) < 1 << 24:
+        return float(value)
+    magnitude = abs(value)
+    shift = magnitude.bit_length() - 24
+    kept, rest = divmod(magnitude, 1 << shift)
+    half = 1 << (shift - 1)
+    if rest > half or (rest == half and kept & 1):
+        kept += 1
+    rounded = float(kept << shift)    # exact: 25 significant bits at most
+    return -rounded if value < 0 else rounded
+
+
 def promote(a: ScalarType, b: ScalarType) -> ScalarType:
     """The type of a binary operation between two (strong) types."""
     if a == b:

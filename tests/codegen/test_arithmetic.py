@@ -438,3 +438,32 @@ def test_weak_literals_keep_the_operand_type(rng):
         check(half, x_np * np.float32(0.1), "f32 * 0.1 in f32", rng, n)
         check(twice, x_np * np.float32(2), "f32 * 2", rng, n)
         check(mixed, x_np / np.float32(3), "f32 / 3", rng, n)
+
+
+@tack.kernel
+def truth_of_floats(a, out):
+    for i in range(len(a)):
+        out[i] = 1 if a[i] else 0
+
+
+@pytest.mark.parametrize("dtype", [tack.f32, tack.f64])
+def test_a_float_as_the_condition_of_a_conditional_expression(dtype):
+    # Regression: OpenCL C takes no float as the condition of `?:` (a build error).
+    values = np.array([0.0, -0.0, 1.5, np.nan, -np.inf, 1e-45], dtype.numpy)
+    out = tack.zeros(len(values), tack.i32)
+    truth_of_floats(tack.array(values), out)
+    np.testing.assert_array_equal(out.numpy(), [int(bool(v)) for v in values])
+
+
+@tack.kernel
+def plus_a_big_literal(x, out):
+    for i in range(len(x)):
+        out[i] = x[i] + 1152921573326323713    # 2**60 + 2**36 + 1
+
+
+def test_an_integer_literal_rounds_once_to_f32():
+    # Regression: the literal went int -> f64 -> f32, rounding twice (to 2**60);
+    # an integer rounds to nearest once, as the same value loaded at run time does.
+    out = tack.zeros(1, tack.f32)
+    plus_a_big_literal(tack.zeros(1, tack.f32), out)
+    assert int(out.numpy()[0]) == 2**60 + 2**37

@@ -225,7 +225,7 @@ def c(node, em) -> str:
 def _const(e: E.Const, em):
     dtype = e.dtype
     if dtype.is_float:
-        value = float(e.value)
+        value = T.float_value(e.value, dtype)
         if dtype.bits == 32:   # its f32 value: one past the range is infinity
             with np.errstate(over="ignore"):
                 value = float(np.float32(value))
@@ -335,7 +335,10 @@ def _abs(e, em):
 
 @expr.register(E.Select)
 def _select(e, em):
-    return f"(({c(e.cond, em)}) ? {c(e.if_true, em)} : {c(e.if_false, em)})"
+    cond = c(e.cond, em)
+    if e.cond.dtype is not None and e.cond.dtype.is_float:   # OpenCL C takes no float
+        cond = f"({cond}) != 0"                               # as the `?:` condition
+    return f"(({cond}) ? {c(e.if_true, em)} : {c(e.if_false, em)})"
 
 
 @expr.register(E.Cast)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ... import types as T
 from ...ir import expressions as E
 from ...ir.registry import Registry
 from . import helpers
@@ -23,6 +24,8 @@ def value(node, em) -> ir.Value:
 
 @emit.register(E.Const)
 def _const(e: E.Const, em):
+    if e.dtype.is_float:
+        return ir.Constant(llvm_type(e.dtype), T.float_value(e.value, e.dtype))
     return ir.Constant(llvm_type(e.dtype), e.value)
 
 

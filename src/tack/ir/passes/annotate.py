@@ -57,7 +57,7 @@ def _cast(expr: Expr, dtype: T.ScalarType) -> Expr:
     if expr.dtype == dtype:
         return expr
     if isinstance(expr, Const):
-        value = float(expr.value) if dtype.is_float else expr.value
+        value = T.float_value(expr.value, dtype) if dtype.is_float else expr.value
         if dtype.is_int and isinstance(value, float):
             return Cast(expr, dtype, dtype=dtype, span=expr.span)
         return Const(value, dtype=dtype, span=expr.span)
