@@ -467,3 +467,22 @@ def test_an_integer_literal_rounds_once_to_f32():
     out = tack.zeros(1, tack.f32)
     plus_a_big_literal(tack.zeros(1, tack.f32), out)
     assert int(out.numpy()[0]) == 2**60 + 2**37
+
+
+@tack.kernel
+def of_nan_literals(out):
+    for i in range(len(out)):
+        out[0] = 1.0
+        out[1] = math.exp(math.nan)
+        out[2] = math.nan ** math.nan
+        out[3] = 1.0 // math.nan
+        out[4] = math.floor(math.nan) * 0.0 + math.nan
+
+
+def test_math_of_nan_literals_gives_nan():
+    # Regression: PoCL dropped these stores (and crashed on pow of two NaN
+    # literals); OpenCL C now reads its NaN constants through a volatile.
+    out = tack.full(5, 42.0, dtype=tack.f64)
+    of_nan_literals(out)
+    got = out.numpy()
+    assert got[0] == 1.0 and np.isnan(got[1:]).all(), got

@@ -230,7 +230,11 @@ def _const(e: E.Const, em):
             with np.errstate(over="ignore"):
                 value = float(np.float32(value))
         if value != value:
-            return em.target.special_float(dtype, "nan")
+            helper = em.target.nan_helper(dtype)
+            if helper is None:
+                return em.target.special_float(dtype, "nan")
+            em.prelude.add_text(helper[0], helper[1])
+            return helper[0]
         if value in (float("inf"), float("-inf")):
             sign = "-" if value < 0 else ""
             return f"({sign}{em.target.special_float(dtype, 'inf')})"

@@ -71,6 +71,10 @@ class CTarget:
         """The bit pattern of a float value as an unsigned integer of its width."""
         raise NotImplementedError(f"the {self.name} target has no float bit casts")
 
+    def nan_helper(self, dtype):
+        """``(call, C text)`` of a helper giving NaN, or None: the literal is fine."""
+        return None
+
     def special_float(self, dtype, kind: str) -> str:
         """NaN or +infinity of ``dtype`` (``kind``: "nan" or "inf")."""
         if dtype == T.f32:
@@ -134,6 +138,15 @@ class OpenCLTarget(CTarget):
 
     def math(self, name: str, dtype) -> str:
         return name  # OpenCL's math builtins are overloaded on float and double
+
+    def nan_helper(self, dtype) -> tuple:
+        """``(call, C text)``: a NaN the compiler cannot see as a constant. PoCL
+        (3.1, LLVM 15) dropped the store of exp, pow or // of a NaN literal, and
+        crashed on pow of two; read through a volatile, the NaN is a value."""
+        t = self.type(dtype)
+        name = f"tack_nan_{dtype.name}"
+        return (f"{name}()", f"static inline {t} {name}(void) {{ volatile {t} v = "
+                             f"({t})NAN; return v; }}\n")
 
     def literal_suffix(self, dtype) -> str:
         return {T.i64: "L", T.u64: "UL", T.u32: "U", T.f32: "f"}.get(dtype, "")
