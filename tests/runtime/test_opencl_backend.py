@@ -66,3 +66,52 @@ def test_an_allocation_past_the_device_limit_is_a_memory_error(opencl, shape):
             f"bytes on an OpenCL device: it allocates at most {limit} bytes in one "
             f"buffer")):
         tack.empty(shape, tack.u8, device=opencl)
+
+
+THREADS_PRINTING = """
+import sys, threading
+import numpy as np, tack
+
+@tack.kernel
+def shout(a, t):
+    for i in range(len(a)):
+        print("thread", t, "line", a[i])
+
+dev = tack.device("opencl")
+a = tack.array(np.arange(12000, dtype=np.int32), device=dev)
+shout(a, -1)                       # built before the threads start
+
+def run(t):
+    for _ in range(3):
+        shout(a, t)
+
+threads = [threading.Thread(target=run, args=(t,)) for t in range(6)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def test_lines_printed_from_several_threads_stay_whole_through_a_pipe(opencl, tmp_path):
+    # Regression: each launch's text went out in one write, which a full pipe
+    # takes in pieces, so other threads' lines landed mid-line.
+    import subprocess
+    import sys
+    import time
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS_PRINTING)
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+    chunks = []
+    while True:                       # drained slowly, so the pipe fills up
+        chunk = child.stdout.read1(4096)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        time.sleep(0.0005)
+    assert child.wait(timeout=600) == 0
+    lines = b"".join(chunks).decode().splitlines()
+    whole = re.compile(r"thread -?\d line \d+")
+    assert [line for line in lines if not whole.fullmatch(line)] == []
+    assert len(lines) == 12000 * 19

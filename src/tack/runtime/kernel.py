@@ -54,22 +54,29 @@ class FastPath:
     the shape-baking parameters of every template reached so far; when it grows
     the table is emptied, since older signatures left those shapes out. ``key``
     computes a call's signature (None for a call with the wrong count, which
-    then takes the slow path and its error)."""
+    then takes the slow path and its error).
 
-    __slots__ = ("table", "shape_params", "n_args", "key")
+    ``add`` runs under a lock: a runner stored with the old ``key`` after the
+    table was emptied would answer a call whose baked shapes differ. A warm call
+    reads ``key`` and ``table`` without it: a signature made by the old
+    ``key`` matches nothing the new one stores."""
+
+    __slots__ = ("table", "shape_params", "n_args", "key", "lock")
 
     def __init__(self, n_args: int):
         self.table: dict = {}
         self.shape_params = frozenset()
         self.n_args = n_args
         self.key = signature_function(n_args, self.shape_params)
+        self.lock = threading.Lock()
 
     def add(self, args, shape_params, runner) -> None:
-        if not shape_params <= self.shape_params:
-            self.shape_params = self.shape_params | shape_params
-            self.key = signature_function(self.n_args, self.shape_params)
-            self.table.clear()
-        self.table[self.key(args)] = runner
+        with self.lock:
+            if not shape_params <= self.shape_params:
+                self.shape_params = self.shape_params | shape_params
+                self.key = signature_function(self.n_args, self.shape_params)
+                self.table.clear()
+            self.table[self.key(args)] = runner
 
 
 class Kernel:

@@ -64,14 +64,17 @@ def printing_launch(launch, device, statements, kernel_name: str):
             reserved, dropped = (int(v) for v in memory.read(8 * HEADER, True)
                                  .view(np.uint64))
             used = _whole_records(memory, min(reserved, CAPACITY), formats)
-        text = "".join(line + "\n" for line in format_records(used, formats))
+        lines = format_records(used, formats)
         if dropped:
-            lines = "lines were" if dropped != 1 else "line was"
-            text += (f"[tack] print buffer full: {dropped} print() {lines} dropped "
-                     f"from kernel '{kernel_name}' (it holds {CAPACITY} words a "
-                     f"launch)\n")
-        if text:
-            sys.stdout.write(text)
+            what = "lines were" if dropped != 1 else "line was"
+            lines.append(f"[tack] print buffer full: {dropped} print() {what} dropped "
+                         f"from kernel '{kernel_name}' (it holds {CAPACITY} words a "
+                         f"launch)")
+        # One write per line, as the CPU's prints: one long write to a full pipe
+        # goes out in pieces, and another thread's lines could land mid-line.
+        for line in lines:
+            sys.stdout.write(line + "\n")
+        if lines:
             sys.stdout.flush()
     return run
 
