@@ -483,3 +483,23 @@ def test_calling_a_float_type_rounds_a_large_int_once(value):
     integer = np.uint64(value) if value >= 2 ** 63 else np.int64(value)
     assert tack.f32(value) == integer.astype(np.float32)   # not through f64 first
     assert tack.f64(value) == integer.astype(np.float64)
+
+
+def test_a_0d_array_converts_to_a_python_number():
+    x = tack.array(np.float32(2.5))
+    n = tack.array(np.int64(3))
+    assert float(x) == 2.5 and int(x) == 2 and list(range(n)) == [0, 1, 2]
+    # as NumPy's 0-d arrays do, so lists of them become arrays
+    np.testing.assert_array_equal(np.array([x, x]), [2.5, 2.5])
+    np.testing.assert_array_equal(tack.array([n, x]).numpy(), [3.0, 2.5])
+    with pytest.raises(TypeError, match=re.escape(
+            "float() takes a 0-d tack.Array of scalars, not one of shape (3,) and f32 "
+            "elements; read one element with a[i] or all of them with a.numpy()")):
+        float(tack.zeros(3))
+    with pytest.raises(TypeError, match=re.escape(
+            "int() takes a 0-d tack.Array of scalars, not one of shape () and vec3(f32) "
+            "elements")):
+        int(tack.zeros((), tack.vec3()))
+    with pytest.raises(TypeError, match=re.escape(
+            "only an integer tack.Array is an index, not one of f32")):
+        range(x)

@@ -188,6 +188,28 @@ class Array:
         return value[0].item() if self._scalar is self._dtype else \
             value.reshape(self._dtype.shape).copy()
 
+    # A 0-d array of scalars converts to a Python number, as NumPy's does, so
+    # float(a), range(a) and np.array([a, b]) of 0-d arrays work.
+    def __float__(self) -> float:
+        return float(self._only_value("float()"))
+
+    def __int__(self) -> int:
+        return int(self._only_value("int()"))
+
+    def __index__(self) -> int:
+        value = self._only_value("an index")
+        if not self._scalar.is_int:
+            raise TypeError(f"only an integer tack.Array is an index, not one of "
+                            f"{self._dtype}")
+        return value
+
+    def _only_value(self, what: str):
+        if self._shape or self._scalar is not self._dtype:
+            raise TypeError(f"{what} takes a 0-d tack.Array of scalars, not one of shape "
+                            f"{self._shape} and {self._dtype} elements; read one "
+                            f"element with a[i] or all of them with a.numpy()")
+        return self[()]
+
     def __setitem__(self, key, value):
         raise TypeError("tack.Array does not support host assignment: write it in a "
                         "kernel, or use tack.copyto(a, values) or a.fill(value)")
