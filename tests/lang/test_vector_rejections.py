@@ -122,6 +122,14 @@ def e_matmul_scalar(out):
         out[i] = out[i] @ out[i]
 
 
+@tack.kernel
+def e_matrix_row_component_store(m):
+    for i in range(len(m)):
+        w = m[i]
+        w[1][1] = 9.0
+        m[i] = w
+
+
 def V3(n=2):
     return tack.zeros(n, tack.vec3())
 
@@ -164,6 +172,11 @@ REJECTIONS = [
     (e_runtime_component_store, lambda: (V3(), 1), tack.UnsupportedSyntaxError,
      "Kernel 'e_runtime_component_store': unsupported component assignment with an index "
      "that is not an integer literal at line 5, column 9"),
+    (e_matrix_row_component_store, lambda: (tack.zeros(2, tack.mat22()),),
+     tack.UnsupportedSyntaxError,
+     "Kernel 'e_matrix_row_component_store': unsupported assignment to a component of "
+     "w[1] (assign v.x, v[k] or m[r, c] of a local, or a[i].x of an array element) at "
+     "line 5, column 9"),
     (e_matmul_scalar, lambda: (tack.zeros(2),), TypeError,
      "Kernel 'e_matmul_scalar': operator @ needs a matrix or vector on both sides "
      "at line 4, column 18"),

@@ -212,7 +212,9 @@ class VectorLowering:
             return [S.Store(array, component_index(flat, element.count, k, span), value,
                             self.debug, span=span)]
         if not isinstance(base, ast.Name):
-            raise scope.unsupported("assignment to a component of this expression", node)
+            raise scope.unsupported(
+                f"assignment to a component of {ast.unparse(base)} (assign v.x, v[k] or "
+                f"m[r, c] of a local, or a[i].x of an array element)", node)
         name = scope.rename.get(base.id, base.id)
         local = self.vector_locals.get(name)
         if local is None:
