@@ -38,14 +38,19 @@ def _decode(kind: str, word: np.uint64):
 
 
 def format_records(words: np.ndarray, formats) -> list:
-    """The lines of the records in ``words`` (the buffer after its header)."""
+    """The lines of the records in ``words`` (the buffer after its header, as far
+    as records were reserved); a last record that runs past the end was
+    dropped (only its statement number was written) and ends the walk."""
     lines, at = [], 0
     while at < len(words):
         fields = formats[int(words[at])]
-        values = iter(words[at + 1:])
+        size = 1 + sum(1 for kind, _ in fields if kind != "s")
+        if at + size > len(words):
+            break
+        values = iter(words[at + 1:at + size])
         lines.append(" ".join(label if kind == "s" else str(_decode(kind, next(values)))
                               for kind, label in fields))
-        at += 1 + sum(1 for kind, _ in fields if kind != "s")
+        at += size
     return lines
 
 
@@ -63,8 +68,9 @@ def printing_launch(launch, device, statements, kernel_name: str):
             launch(tuple(args) + (buffer,), extents)
             reserved, dropped = (int(v) for v in memory.read(8 * HEADER, True)
                                  .view(np.uint64))
-            used = _whole_records(memory, min(reserved, CAPACITY), formats)
-        lines = format_records(used, formats)
+            words = min(reserved, CAPACITY)
+            data = memory.read(8 * (HEADER + words), True).view(np.uint64)[HEADER:]
+        lines = format_records(data, formats)
         if dropped:
             what = "lines were" if dropped != 1 else "line was"
             lines.append(f"[tack] print buffer full: {dropped} print() {what} dropped "
@@ -78,17 +84,3 @@ def printing_launch(launch, device, statements, kernel_name: str):
             sys.stdout.flush()
     return run
 
-
-def _whole_records(memory, words: int, formats) -> np.ndarray:
-    """The written records: the reserved words, less a last record that was
-    reserved past the end (and dropped)."""
-    if not words:
-        return np.zeros(0, np.uint64)
-    data = memory.read(8 * (HEADER + words), True).view(np.uint64)[HEADER:]
-    at = 0
-    while at < words:
-        size = 1 + sum(1 for kind, _ in formats[int(data[at])] if kind != "s")
-        if at + size > words:
-            break
-        at += size
-    return data[:at]
