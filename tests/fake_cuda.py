@@ -31,6 +31,7 @@ class FakeDriver:
         self.current = real.CUcontext(0)
         self.memory, self.pinned, self.managed = {}, set(), set()
         self.launches, self.pack_copies, self.images = [], [], []
+        self.functions = []   # the function handle of each launch
         self.retained = self.set_current = 0
         self.arity = 0
         self.devices = 1
@@ -118,6 +119,7 @@ class FakeDriver:
             ctypes.c_void_p.from_address(params + 8 * k).value).value
             for k in range(self.arity)]
         self.launches.append(((gx, gy, gz), (bx, by, bz), values))
+        self.functions.append(int(f))
         return (self.ok,)
 
     def cuPointerGetAttribute(self, attribute, address):

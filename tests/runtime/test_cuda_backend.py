@@ -242,6 +242,29 @@ def test_scalars_are_copied_only_when_they_change(fake, fake_device):
         assert np.signbit(np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0])
 
 
+def test_calls_alternating_disjoint_and_aliased_arrays_launch_their_own_variants(
+        fake, fake_device):
+    """The runner of a signature has the launch of its first variant written in
+    and hands a call whose arrays overlap to the plain runner, which launches
+    the other variant, with each call's own arrays and scalar."""
+    @tack.kernel
+    def saxpy(x, y, a):   # its own kernel: variants are built (and loaded) here
+        for i in range(len(x)):
+            y[i] = a * x[i] + y[i]
+
+    with fake_device:
+        x, y = tack.zeros(300), tack.zeros(300)
+        fake.arity = 4
+        calls = [(x, y, 1.5), (x, x, 2.5), (y, x, 3.5), (y, y, 4.5), (x, y, 1.5)]
+        for args in calls:
+            saxpy(*args)
+            pack = np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0]
+            assert pack == args[2] and fake.launches[-1][2][:2] == [a._ptr for a in args[:2]]
+    disjoint, aliased = fake.functions[-5], fake.functions[-4]
+    assert disjoint != aliased
+    assert fake.functions[-5:] == [disjoint, aliased, disjoint, aliased, disjoint]
+
+
 def test_ndindex_launch_passes_the_inner_extents_and_packs_by_type(fake, fake_device):
     with fake_device:
         out = tack.zeros((3, 700), tack.f64)

@@ -61,6 +61,14 @@ class Backend:
         """A callable ``launch(pack_address, rows, total)`` for ``program``."""
         raise NotImplementedError
 
+    def fused_launcher(self, program, head):
+        """A call signature's runner with ``program``'s launch written in, one
+        Python call less than the runner calling ``launcher(program)``: its
+        source starts with ``head`` (``launcher.fused_head``: lines and the
+        names they use). None where the backend does not write one (its
+        runners call the launch)."""
+        return None
+
     def synchronize(self) -> None:
         """Wait for every launch so far (a no-op where launches are synchronous)."""
 

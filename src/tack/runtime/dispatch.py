@@ -21,7 +21,7 @@ from ..ir.statements import Store
 from ..ir.traversal import walk
 from .array import Array
 from .host_eval import extent_evaluator
-from .launcher import PackBuffers, compile_runner, generate, pack_format
+from .launcher import PackBuffers, compile_runner, fused_head, generate, pack_format
 from .print_buffer import printing_launch
 
 
@@ -182,14 +182,14 @@ class Variant:
 class BoundProgram:
     """A variant made ready for one backend: its packer, buffers and launcher."""
 
-    __slots__ = ("variant", "pack", "buffers", "launch")
+    __slots__ = ("variant", "pack", "buffers", "launch", "prints")
 
     def __init__(self, variant, backend, device):
         self.variant = variant
         self.launch = backend.launcher(variant.program)
-        prints = getattr(variant.program, "prints", ())
-        if prints:   # a GPU variant that prints: a buffer of records, read after
-            self.launch = printing_launch(self.launch, device, prints,
+        self.prints = getattr(variant.program, "prints", ())
+        if self.prints:   # a GPU variant that prints: a buffer of records, read after
+            self.launch = printing_launch(self.launch, device, self.prints,
                                           variant.program.name)
         if backend.launch_style == "packed":
             layout = pack_format(variant.program.kernel.pack_fields)
@@ -200,11 +200,14 @@ class BoundProgram:
 class Bound:
     """Everything a warm call needs, resolved once per signature.
 
-    ``run(args)`` is generated for this signature (see ``launcher.py``).
+    ``run(args)`` is generated for this signature (see ``launcher.py``). On a
+    device backend that writes fused runners, the first variant bound makes
+    ``run`` the runner with that variant's launch written in; the plain runner
+    (``generic``) stays for the calls it hands over.
     """
 
     __slots__ = ("kernel", "device", "default", "backend", "specs", "epilogue",
-                 "template", "programs", "source", "run")
+                 "template", "programs", "source", "generic", "run", "fusing")
 
     def __init__(self, kernel, device, default, specs, template, epilogue=False,
                  result=None):
@@ -222,18 +225,26 @@ class Bound:
         positions = {p.name: k for k, p in enumerate(function.params)}
         streamed = (tuple(positions[name] for name in write_only_params(function))
                     if self.backend.supports_streaming else ())
+        packed = self.backend.launch_style == "packed"
         self.source = generate(len(specs), arrays, function.parallel_for.extents,
                                positions, self.backend.specialize_disjoint,
-                               result is not None,
-                               self.backend.launch_style == "packed", streamed,
+                               result is not None, packed, streamed,
                                self.backend.streaming_bytes)
-        self.run = compile_runner(self.source, self.programs, self.program, result)
+        self.run = self.generic = compile_runner(self.source, self.programs,
+                                                 self.program, result)
+        # what fused_head needs (None: this signature's runner stays plain)
+        self.fusing = None if packed or result is not None else (
+            len(specs), arrays, function.parallel_for.extents, positions,
+            self.backend.specialize_disjoint)
 
     def program(self, mode: int) -> BoundProgram:
         """The program of variant ``mode`` (ALIASED, DISJOINT or STREAMING)."""
         variant = self.kernel._variant(self.backend, self.specs, mode,
                                        self.epilogue, self.template)
         bound = self.programs[mode] = BoundProgram(variant, self.backend, self.device)
+        if self.fusing is not None and self.run is self.generic and not bound.prints:
+            head = fused_head(*self.fusing, mode, self.generic)
+            self.run = self.backend.fused_launcher(variant.program, head) or self.generic
         return bound
 
 

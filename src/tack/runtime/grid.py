@@ -27,17 +27,27 @@ def launch_count(name: str, extents, full_workgroups: bool, limit: int, api: str
 
 
 def count_lines(plain: bool, n_extents: int) -> list:
-    """The first lines of a generated ``launch(args, extents)`` (the OpenCL and
-    stream backends'): ``total`` from the extents, returning when it is not
-    positive. A one-dimensional launch without workgroup collectives only
-    compares with ``MAX_LAUNCH`` (``count`` raises the error); others call
-    ``count``, which checks everything."""
+    """The first lines of a generated launch body (the OpenCL and stream
+    backends'), after its head has set the extents ``e0``, ``e1``, ...:
+    ``total`` from the extents, returning when it is not positive. A
+    one-dimensional launch without workgroup collectives only compares with
+    ``MAX_LAUNCH`` (``count`` raises the error); others call ``count``, which
+    checks everything."""
+    extents = "(" + "".join(f"e{k}, " for k in range(n_extents)) + ")"
     if plain and n_extents == 1:
-        return ["    total = extents[0]",
+        return ["    total = e0",
                 "    if total <= 0:",
                 "        return",
                 "    if total > MAX_LAUNCH:",
-                "        count(extents)"]
-    return ["    total = count(extents)",
+                f"        count({extents})"]
+    return [f"    total = count({extents})",
             "    if total <= 0:",
             "        return"]
+
+
+def standalone_head(positions, n_extents: int) -> list:
+    """The head of a launch called as ``launch(args, extents)``: the arguments
+    the body reads (``a<k>`` for position k) and the extents (``e<k>``)."""
+    return (["def launch(args, extents):"]
+            + [f"    a{k} = args[{k}]" for k in sorted(positions)]
+            + [f"    e{k} = extents[{k}]" for k in range(n_extents)])

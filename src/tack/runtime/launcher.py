@@ -56,33 +56,54 @@ def _mode(test: str, streamed, streaming_bytes: int) -> str:
     return f"((2 if {size} >= {streaming_bytes} else 1) if {test} else 0)"
 
 
+def _prologue(name: str, n_args: int, extents, positions) -> list:
+    """``def <name>(args):`` unpacking the arguments as ``a<k>`` and setting
+    the extents ``e<k>``."""
+    lines = [f"def {name}(args):"]
+    if n_args:
+        lines.append(f"    {', '.join(f'a{k}' for k in range(n_args))}, = args")
+    lines += [f"    e{k} = {extent_source(e, positions, checked=False)}"
+              for k, e in enumerate(extents)]
+    return lines
+
+
 def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool,
              result: bool, packed: bool = True, streamed=(),
              streaming_bytes: int = 0) -> str:
     """Source of ``run(args)`` for one signature (see module doc)."""
-    names = [f"a{k}" for k in range(n_args)]
-    ext = [extent_source(e, positions, checked=False) for e in extents]
-    lines = ["def run(args):"]
-    if names:
-        lines.append(f"    {', '.join(names)}, = args")
-    lines += [f"    e{k} = {src}" for k, src in enumerate(ext)]
+    lines = _prologue("run", n_args, extents, positions)
     test = _overlap_test(array_positions) if disjoint_ok else "False"
     lines.append(f"    m = {_mode(test, streamed, streaming_bytes)}")
     lines.append("    p = programs[m] or program(m)")
     if not packed:  # the backend binds the arguments itself (device backends)
-        lines.append(f"    p.launch(args, ({', '.join(f'e{k}' for k in range(len(ext)))},))")
+        lines.append(f"    p.launch(args, ({''.join(f'e{k}, ' for k in range(len(extents)))}))")
         lines.append("    return result(args)" if result else "    return None")
         return "\n".join(lines) + "\n"
-    total = " * ".join(f"e{k}" for k in range(len(ext)))
-    positive = " and ".join(f"e{k} > 0" for k in range(len(ext)))
+    total = " * ".join(f"e{k}" for k in range(len(extents)))
+    positive = " and ".join(f"e{k} > 0" for k in range(len(extents)))
     lines.append(f"    if {positive}:")
     values = [f"a{k}._ptr" if k in array_positions else f"a{k}" for k in range(n_args)]
-    values += [f"e{k}" for k in range(1, len(ext))]
+    values += [f"e{k}" for k in range(1, len(extents))]
     lines.append("        buffers = p.buffers")
     lines.append(f"        p.pack(buffers.buffer, 0, {', '.join(values)})")
     lines.append(f"        p.launch(buffers.address, e0, {total})")
     lines.append("    return result(args)" if result else "    return None")
     return "\n".join(lines) + "\n"
+
+
+def fused_head(n_args: int, array_positions, extents, positions, disjoint_ok: bool,
+               mode: int, other) -> tuple:
+    """``(lines, names)``: the head of a signature's runner with the launch of
+    variant ``mode`` written in (``Backend.fused_launcher``, device backends),
+    and the names it uses. It is the runner's own first lines, then a
+    hand-over to ``other`` (the plain runner) for a call whose arrays take
+    the other variant."""
+    lines = _prologue("launch", n_args, extents, positions)
+    test = _overlap_test(array_positions) if disjoint_ok else "False"
+    if test not in ("True", "False"):
+        lines += [f"    if {'not ' if mode else ''}({test}):",
+                  "        return other(args)"]
+    return lines, dict(HELPERS, other=other)
 
 
 def compile_runner(source: str, programs, program, result):

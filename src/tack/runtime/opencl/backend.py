@@ -210,3 +210,8 @@ class OpenCLBackend(Backend):
         (declared at the build); a value out of its type's range raises before
         anything is queued."""
         return make_launch(self, program, _cl().enqueue_nd_range_kernel, MAX_LAUNCH)
+
+    def fused_launcher(self, program: CLProgram, head):
+        """A call signature's runner with the launch written in (``launch.py``)."""
+        return make_launch(self, program, _cl().enqueue_nd_range_kernel, MAX_LAUNCH,
+                           head)

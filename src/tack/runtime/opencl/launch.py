@@ -1,26 +1,29 @@
 """The warm launch of the OpenCL backend: one generated Python function per
-built variant.
+built variant, or per call signature with the runner written in.
 
-``make_launch(backend, program)`` writes ``launch(args, extents)`` for one
-variant. Its array arguments' positions and its number of extents are known,
-so the function is straight-line code: it hands pyopencl the arguments in one
-``set_args`` call (the scalars' types were declared at the build, so pyopencl
-packs Python numbers itself) and queues the kernel over the extents rounded
-up to whole workgroups, under the variant's lock (the kernel object holds its
-arguments between the two calls).
+``make_launch(backend, program, enqueue, max_launch)`` writes
+``launch(args, extents)`` for one variant, which a call signature's runner
+calls; given ``head`` (``launcher.fused_head``) it writes that runner itself with the
+launch inside, one Python call less (``launcher.fused_head``). The variant's
+array positions and number of extents are known, so either is straight-line
+code: it hands pyopencl the arguments in one ``set_args`` call (the scalars'
+types were declared at the build, so pyopencl packs Python numbers itself)
+and queues the kernel over the extents rounded up to whole workgroups, under
+the variant's lock (the kernel object holds its arguments between the two
+calls).
 """
 
 from __future__ import annotations
 
-from ..grid import WORKGROUP, count_lines, launch_count
+from ..grid import WORKGROUP, count_lines, launch_count, standalone_head
 
 
-def launch_source(n_args: int, positions, n_extents: int, plain: bool) -> str:
-    """Source of ``launch(args, extents)`` for one variant (see module doc)."""
-    lines = ["def launch(args, extents):"] + count_lines(plain, n_extents)
-    values = [f"args[{k}]._buffer.mem" if k in positions else f"args[{k}]"
-              for k in range(n_args)]
-    values += ["total"] + [f"extents[{k}]" for k in range(1, n_extents)]
+def launch_source(head, n_args: int, positions, n_extents: int, plain: bool) -> str:
+    """Source of one variant's launch: ``head`` sets the arguments ``a<k>`` and
+    the extents ``e<k>`` (see the module doc)."""
+    lines = head + count_lines(plain, n_extents)
+    values = [f"a{k}._buffer.mem" if k in positions else f"a{k}" for k in range(n_args)]
+    values += ["total"] + [f"e{k}" for k in range(1, n_extents)]
     lines += ["    acquire()",   # a `with` block costs twice as much on Python 3.11
               "    try:",
               f"        set_args({', '.join(values)})",
@@ -30,8 +33,9 @@ def launch_source(n_args: int, positions, n_extents: int, plain: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_launch(backend, program, enqueue, max_launch: int):
-    """The variant's ``launch(args, extents)`` (its source: ``launch.source``)."""
+def make_launch(backend, program, enqueue, max_launch: int, head=None):
+    """The variant's ``launch(args, extents)``, or the fused runner (see the
+    module doc); its source is ``launch.source``."""
     kernel = program.kernel
 
     def count(extents):
@@ -42,7 +46,9 @@ def make_launch(backend, program, enqueue, max_launch: int):
                  count=count, set_args=kernel.set_args, enqueue=enqueue,
                  queue=backend.queue, kernel=kernel,
                  acquire=program.lock.acquire, release=program.lock.release)
-    source = launch_source(program.n_args, set(program.array_positions),
+    lines, names = head or (standalone_head(range(program.n_args), program.n_extents), {})
+    scope.update(names)
+    source = launch_source(lines, program.n_args, set(program.array_positions),
                            program.n_extents, not program.full_workgroups)
     exec(compile(source, f"<tack OpenCL launch of {program.name}>", "exec"), scope)
     launch = scope["launch"]

@@ -192,3 +192,7 @@ class StreamBackend(Backend):
     def launcher(self, program: StreamProgram):
         """``launch(args, extents)``: queue one launch (see ``launch.py``)."""
         return make_launch(self, program)
+
+    def fused_launcher(self, program: StreamProgram, head):
+        """A call signature's runner with the launch written in (``launch.py``)."""
+        return make_launch(self, program, head)

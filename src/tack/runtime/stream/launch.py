@@ -1,16 +1,19 @@
 """The warm launch of the stream backends (CUDA, HIP): one generated Python
-function per built variant.
+function per built variant, or per call signature with the runner written in.
 
 ``make_launch(backend, program)`` writes ``launch(args, extents)`` for one
-variant: its array arguments' positions, its scalar slots and its number of
-extents are known, so the function is straight-line code. A warm call reads
-the arrays' device addresses into the reused parameter block, rewrites the
-scalar pack only when the scalars changed, and calls the driver's launch
-function as ``backend.launch_function`` gives it (CUDA: libcuda's
-``cuLaunchKernel``) through ``trampoline.py``, one foreign call with two
-arguments, under the variant's dispatch lock. It
-makes its context (or device) current only when the device model says so:
-two held, a device of its own (``context.foreign``), or another thread.
+variant, which a call signature's runner calls;
+``make_launch(backend, program, head)`` writes that runner itself with
+the launch inside, one Python call less (``launcher.fused_head``). The
+variant's array positions, scalar slots and number of extents are known, so
+either is straight-line code. A warm call reads the arrays' device addresses
+into the reused parameter block, rewrites the scalar pack only when the
+scalars changed, and calls the driver's launch function as
+``backend.launch_function`` gives it (CUDA: libcuda's ``cuLaunchKernel``)
+through ``trampoline.py``, one foreign call with two arguments, under the
+variant's dispatch lock. It makes its context (or device) current only when
+the device model says so: two held, a device of its own
+(``context.foreign``), or another thread.
 
 Every kernel parameter is 8 bytes (device pointers and ``long long``
 extents): ``values`` holds them and ``pointers`` their addresses, which is
@@ -26,16 +29,18 @@ import threading
 
 import numpy as np
 
-from ..grid import WORKGROUP, count_lines, launch_count
+from ..grid import WORKGROUP, count_lines, launch_count, standalone_head
 from .trampoline import bind
 
 MAX_LAUNCH = ((1 << 31) - 1) * WORKGROUP   # gridDim.x blocks of 256 threads
 
 
-def launch_source(positions, slot_args, n_extents: int, first_extent: int,
+def launch_source(head, positions, slot_args, n_extents: int, first_extent: int,
                   plain: bool) -> str:
-    """Source of ``launch(args, extents)`` for one variant (see module doc)."""
-    lines = ["def launch(args, extents):"] + count_lines(plain, n_extents)
+    """Source of one variant's launch: ``head`` (see ``grid.standalone_head``
+    and ``launcher.fused_head``) sets the arguments ``a<k>`` and the extents
+    ``e<k>``; the body is the module doc's."""
+    lines = head + count_lines(plain, n_extents)
     # acquire/release: a `with` block costs twice as much on Python 3.11
     lines += ["    acquire()",
               "    try:",
@@ -44,14 +49,13 @@ def launch_source(positions, slot_args, n_extents: int, first_extent: int,
               "        try:"]
     body = []
     if slot_args:
-        body += [f"scalars = ({''.join(f'args[{k}], ' for k in slot_args)})",
+        body += [f"scalars = ({''.join(f'a{k}, ' for k in slot_args)})",
                  "if scalars != writer.last or (floats and 0 in scalars):",
                  "    writer.write(scalars)"]
-    for k, position in enumerate(positions):
-        body += [f"a = args[{position}]", f"values[{k}] = a._ptr"]
-    shared = " or ".join(f"args[{p}]._buffer.shared" for p in positions) or "False"
+    body += [f"values[{k}] = a{position}._ptr" for k, position in enumerate(positions)]
+    shared = " or ".join(f"a{p}._buffer.shared" for p in positions) or "False"
     body.append(f"values[{first_extent}] = total")
-    body += [f"values[{first_extent + k}] = extents[{k}]" for k in range(1, n_extents)]
+    body += [f"values[{first_extent + k}] = e{k}" for k in range(1, n_extents)]
     body += ["code = fire(job, -(-total // per_block))",
              "if code:",
              "    failed(code)",
@@ -66,9 +70,11 @@ def launch_source(positions, slot_args, n_extents: int, first_extent: int,
     return "\n".join(lines) + "\n"
 
 
-def make_launch(backend, program):
-    """The variant's ``launch(args, extents)``; it keeps its parameter block
-    alive (``launch.parameters``) and its source (``launch.source``)."""
+def make_launch(backend, program, head=None):
+    """The variant's ``launch(args, extents)``, or with ``head`` (``lines,
+    names``, from ``launcher.fused_head``) a runner with the launch written in.
+    It keeps its parameter block alive (``launch.parameters``) and its source
+    (``launch.source``)."""
     context, info = backend.context, program.pack
     values = (ctypes.c_uint64 * max(program.n_params, 1))()
     pointers = (ctypes.c_void_p * len(values))(
@@ -102,8 +108,11 @@ def make_launch(backend, program):
         # A float zero is always rewritten: 0.0 == -0.0, and the sign matters.
         # (`0 in scalars` is one C-level test; an integer zero rewrites too.)
         floats=any(info.buffers[b].is_float for _, b, _ in info.slots))
-    source = launch_source(program.array_positions, slot_args, n_extents, first_extent,
-                           not program.full_workgroups)
+    lines, names = head or (standalone_head(set(program.array_positions) | set(slot_args),
+                                            n_extents), {})
+    scope.update(names)
+    source = launch_source(lines, program.array_positions, slot_args, n_extents,
+                           first_extent, not program.full_workgroups)
     exec(compile(source, f"<tack {backend.api_name} launch of {program.name}>", "exec"),
          scope)
     launch = scope["launch"]
