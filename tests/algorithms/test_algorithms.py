@@ -161,6 +161,51 @@ def test_a_read_only_out_is_refused_by_the_public_function():
     np.testing.assert_array_equal(held, 0)
 
 
+def _wrap(host, first, n, dtype, cpu):
+    """Elements first..first+n of ``host`` as a writable Tack array on ``cpu``."""
+    return tack.array_from_ptr(host.ctypes.data + first * host.itemsize, (n,), dtype,
+                               device=cpu, writable=True)
+
+
+def test_histogram_refuses_an_out_that_shares_memory_with_keys():
+    cpu = tack.device("cpu")
+    host = np.array([1, 2, 3, 3, 0, 9, 5, 1, 2, 4], np.int64)
+    keys = tack.from_dlpack(host)    # two imports of one buffer: two Tack arrays
+    for out in (tack.from_dlpack(host), _wrap(host, 5, 5, tack.i64, cpu)):
+        with pytest.raises(ValueError, match=re.escape(
+                "histogram() out must not be keys: the counts would change the keys")):
+            A.histogram(keys, out.size, out=out)
+    np.testing.assert_array_equal(host, [1, 2, 3, 3, 0, 9, 5, 1, 2, 4])
+
+
+def test_histogram_refuses_a_misaligned_out_by_its_own_name():
+    cpu = tack.device("cpu")
+    raw = np.zeros(40, np.uint8)
+    base = -raw.ctypes.data % 8 + 4                 # 4 bytes past an 8-byte boundary
+    out = tack.array_from_ptr(raw.ctypes.data + base, (3,), tack.i64, device=cpu,
+                              writable=True)
+    keys = tack.array(np.array([0, 1, 1], np.int64), device=cpu)
+    with pytest.raises(ValueError, match=re.escape(
+            "histogram() out is not aligned to its 8-byte elements")):
+        A.histogram(keys, 3, out=out)
+    assert not raw.any()
+
+
+@pytest.mark.parametrize("shift", [-2, 2])
+@pytest.mark.parametrize("scan, reference", [
+    (A.inclusive_scan, np.cumsum),
+    (A.exclusive_scan, lambda v: np.concatenate([[0], np.cumsum(v)[:-1]]))])
+def test_scans_of_partly_overlapping_values_and_out_match_numpy(scan, reference, shift):
+    cpu, rng = tack.device("cpu"), np.random.default_rng(SEED)
+    host = rng.integers(0, 100, 200_004).astype(np.int64)
+    n, first = 200_000, 2
+    want = reference(host[first:first + n].copy())
+    scan(_wrap(host, first, n, tack.i64, cpu), out=_wrap(host, first + shift, n,
+                                                            tack.i64, cpu))
+    np.testing.assert_array_equal(host[first + shift:first + shift + n], want,
+                                  err_msg=f"seed {SEED}")
+
+
 @pytest.mark.parametrize("dtype", [tack.f32, tack.f64])
 def test_scans_keep_the_sign_of_zero(dtype):
     values = np.array([-0.0, -0.0, 1.0, -1.0, -0.0], dtype.numpy)

@@ -174,6 +174,25 @@ def test_rejections_also_after_the_signature_is_warm():
     assert out.numpy().tolist() == [3, 3]
 
 
+class _Tagged(tack.Array):
+    """An Array subclass (no public constructor makes one; __class__ can)."""
+    __slots__ = ()
+
+
+def test_arrays_of_a_subclass_are_checked_on_warm_calls_too():
+    cpu = tack.device("cpu")
+    out = tack.full(2, 7, tack.i32, device=cpu)
+    out.__class__ = _Tagged
+    store(out, 3)                                  # warm for a writable subclass array
+    held = np.zeros(2, np.int32)
+    read_only = tack.array_from_ptr(held, (2,), tack.i32, device=cpu)
+    read_only.__class__ = _Tagged
+    with pytest.raises(ValueError, match=re.escape(
+            "parameter 'out' may be written, but its array is read-only")):
+        store(read_only, 5)
+    assert held.tolist() == [0, 0] and out.numpy().tolist() == [3, 3]
+
+
 # -- concurrency ----------------------------------------------------------------------------------
 
 def test_concurrent_calls_use_their_own_arguments():

@@ -248,6 +248,31 @@ def test_copyto_from_tack_converts_with_the_kernel_rules():
     np.testing.assert_array_equal(a.numpy(), [2 ** 31 - 1, -(2 ** 31), 0, -2])
 
 
+@pytest.mark.parametrize("shift", [-3, 3])
+def test_copyto_between_partly_overlapping_arrays_matches_np_copyto(rng, shift):
+    cpu = tack.device("cpu")
+    host = rng.values(tack.f64, 100_006)
+    src = host[3:100_003].copy()
+    wrap = lambda first: tack.array_from_ptr(  # noqa: E731
+        host.ctypes.data + 8 * first, (100_000,), tack.f64, device=cpu, writable=True)
+    tack.copyto(wrap(3 + shift), wrap(3))
+    np.testing.assert_array_equal(host[3 + shift:100_003 + shift], src, err_msg=repr(rng))
+
+
+def test_copyto_over_the_same_memory_in_wider_elements_matches_np_copyto(rng):
+    """Same first address, other element size: element i of each is at
+    another byte, so the copy reads all of the source first."""
+    cpu = tack.device("cpu")
+    host = np.zeros(2 * 1001, np.float32)
+    values = rng.values(tack.f32, 1001)
+    host[:1001] = values
+    narrow = tack.array_from_ptr(host, (1001,), tack.f32, device=cpu, writable=True)
+    wide = tack.array_from_ptr(host, (1001,), tack.f64, device=cpu, writable=True)
+    tack.copyto(wide, narrow)
+    np.testing.assert_array_equal(host.view(np.float64), values.astype(np.float64),
+                                  err_msg=repr(rng))
+
+
 def test_copyto_works_on_reshaped_views(rng):
     a = tack.zeros(6, tack.i32)
     tack.copyto(a.reshape(2, 3), [[1, 2, 3], [4, 5, 6]])

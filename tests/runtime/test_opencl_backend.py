@@ -41,6 +41,46 @@ def test_counters_need_64_bit_atomics(opencl, monkeypatch, feature, kernel, debu
         tack.set_debug(False)
 
 
+@tack.kernel
+def staged(x, out):
+    for i in range(len(x)):
+        t = tack.shared(600_000, tack.f32)   # 2.4 MB, past PoCL's 2 MiB of local memory
+        t[tack.thread_id()] = x[i]
+        tack.barrier()
+        out[i] = t[tack.thread_id()]
+
+
+def test_shared_arrays_past_the_local_memory_are_refused_at_the_build(opencl):
+    """PoCL aborted the process on such a launch; the build refuses it now."""
+    limit = opencl.backend.device.local_mem_size
+    if limit >= 2_400_000:
+        pytest.skip(f"this OpenCL device has {limit} bytes of local memory")
+    x, out = tack.ones(256, device=opencl), tack.zeros(256, device=opencl)
+    with pytest.raises(RuntimeError, match="^" + re.escape(
+            f"Kernel 'staged' failed on OpenCLBackend: its shared arrays take 2400000 "
+            f"bytes of local memory; the OpenCL device {opencl.backend.device.name!r} "
+            f"has {limit}")):
+        staged(x, out)
+    assert not out.numpy().any()
+
+
+def test_a_failed_enqueue_is_a_runtime_error(opencl, monkeypatch):
+    import pyopencl as cl
+
+    @tack.kernel
+    def doubled(a):   # its own kernel: the launch is written at its first call
+        for i in range(len(a)):
+            a[i] = a[i] * 2.0
+
+    def failing(*args, **kwargs):
+        raise cl.LogicError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", failing)
+    with pytest.raises(RuntimeError, match="^" + re.escape(
+            "Kernel 'doubled' failed on OpenCLBackend: an OpenCL launch failed: "
+            "clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")):
+        doubled(tack.ones(3, device=opencl))
+
+
 def test_an_element_read_copies_only_that_element(opencl, monkeypatch):
     values = np.arange(60, dtype=np.float64).reshape(3, 4, 5)
     a = tack.array(values, device=opencl)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..lang.intrinsics import atomic_add
+from ..runtime.array import shares_memory
 from ..runtime.creation import zeros
 from ..runtime.kernel import library_kernel
 from .common import (require_1d, require_array, require_count, require_writable,
@@ -34,7 +35,7 @@ def histogram(keys, bins: int, out=None):
         out = zeros(bins, T.i64, device=keys.device)
     require_1d("histogram", "out", require_array("histogram", "out", out))
     require_writable("histogram", "out", out)
-    if out._buffer is keys._buffer:   # the counts would land in the keys being read
+    if shares_memory(out, keys):   # the counts would land in the keys being read
         raise ValueError("histogram() out must not be keys: the counts would change "
                          "the keys as they are counted")
     if out.size != bins:
@@ -44,5 +45,9 @@ def histogram(keys, bins: int, out=None):
         raise TypeError(f"histogram() counts into i32, u32, i64 or u64 arrays, not "
                         f"{out.dtype}")
     same_device("histogram", keys, out)
+    if out._ptr % out._scalar.itemsize:
+        raise ValueError(f"histogram() out is not aligned to its {out._scalar.itemsize}-"
+                         f"byte elements (address {out._ptr:#x}); the counts are atomic "
+                         f"adds, which need naturally aligned memory")
     count_keys(keys, out)
     return out

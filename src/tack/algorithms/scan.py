@@ -8,6 +8,7 @@ floats add in a fixed order (within a chunk, then across chunks), from -0.0.
 from __future__ import annotations
 
 
+from ..runtime.array import shares_memory
 from ..runtime.creation import empty
 from ..runtime.kernel import library_kernel
 from .common import (CHUNK, chunks_of, require_1d, require_array, require_writable,
@@ -64,6 +65,8 @@ def _scan(name: str, values, out, inclusive: int):
     same_device(name, values, out)
     if values.size == 0:
         return out
+    if shares_memory(values, out) and values._lo != out._lo:
+        values = values.copy()   # partly overlapping: out would change values unread
     totals = empty(chunks_of(values.size), values.dtype, device=values.device)
     # Sums start from -0.0 for floats (0 for integers): -0.0 + v is v for every v,
     # so a run of negative zeros sums to -0.0, as in Python; the exclusive

@@ -446,3 +446,14 @@ def _accumulator(dtype):
 
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def shares_memory(a: Array, b: Array) -> bool:
+    """Whether ``a`` and ``b`` may share a byte. Address ranges compare within
+    one memory domain; a buffer without addresses (OpenCL's, address 0)
+    aliases only itself."""
+    if a._device.backend.memory_domain != b._device.backend.memory_domain:
+        return False
+    if a._buffer is not b._buffer and not (a._buffer.address and b._buffer.address):
+        return False
+    return a._lo < b._hi and b._lo < a._hi

@@ -44,8 +44,10 @@ def signature(args, shape_params) -> tuple:
     return signature_function(len(args), shape_params)(args)
 
 
-def _scalar_entry(value):
+def _scalar_entry(value, shaped: bool = False):
     """The signature entry of an argument that is neither an Array nor a float."""
+    if isinstance(value, Array):   # a subclass: keyed as an Array is, and by its class
+        return (id(type(value)), value._sig, value._shape if shaped else None)
     # Other objects (device-class instances) enter by the id of their class, so
     # the table never keeps a class alive (see expanding.py).
     return _scalar_kind(value) or id(type(value))
@@ -57,9 +59,10 @@ def signature_function(n_args: int, shape_params: frozenset):
     straight-line code (it runs on every warm call); None for another count."""
     entries = []
     for k in range(n_args):
-        array = f"(a{k}._sig, a{k}._shape)" if k in shape_params else f"a{k}._sig"
+        shaped = k in shape_params
+        array = f"(a{k}._sig, a{k}._shape)" if shaped else f"a{k}._sig"
         entries.append(f"{array} if (t := type(a{k})) is Array else "
-                       f"float if t is float else scalar(a{k})")
+                       f"float if t is float else scalar(a{k}, {shaped})")
     names = "".join(f"a{k}, " for k in range(n_args))
     lines = ["def key(args):",
              f"    if len(args) != {n_args}:",

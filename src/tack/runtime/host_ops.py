@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
-from .array import Array, converted_type
+from .array import Array, converted_type, shares_memory
 from .creation import _resolve_device, element_dims, empty
 
 
@@ -39,6 +39,9 @@ def copyto(a, src) -> None:
                              f"{a.storage_shape}: cannot broadcast shape "
                              f"{src.storage_shape}")
         from .host_kernels import copy_convert
+        if shares_memory(a, src) and not (a._lo == src._lo and
+                                          a._scalar.itemsize == src._scalar.itemsize):
+            src = src.copy()   # partly overlapping: a would change src unread
         with a.device:  # host operations run on the array's device
             copy_convert(src._scalars(), a._scalars())
         return

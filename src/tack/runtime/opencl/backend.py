@@ -28,6 +28,7 @@ from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.verify import verify
 from ...lang.lower.bounds import ERRORS
 from ..backend import Backend
+from ..grid import WORKGROUP
 from .launch import make_launch
 
 MAX_LAUNCH = 1 << 40   # iterations one launch may index (a flat long index)
@@ -191,6 +192,7 @@ class OpenCLBackend(Backend):
         except cl.Error as exc:
             raise RuntimeError(f"compilation failed:\n{exc}") from exc
         kernel = getattr(program, entry)
+        self._require_resources(kernel)
         # Declared once, the scalar types let pyopencl pack Python numbers
         # itself: a NumPy scalar argument costs about 6 us a launch through
         # pyopencl's generic path, a declared one a small fraction of that.
@@ -203,15 +205,30 @@ class OpenCLBackend(Backend):
                          len(params), tuple(k for k, p in enumerate(params) if p.is_array),
                          extents)
 
+    def _require_resources(self, kernel) -> None:
+        """Refuse a kernel the device cannot run in workgroups of 256: its
+        shared arrays past the device's local memory (PoCL aborts the process
+        on such a launch), or fewer lanes per workgroup than that."""
+        info, device = _cl().kernel_work_group_info, self.device
+        local = kernel.get_work_group_info(info.LOCAL_MEM_SIZE, device)
+        if local > device.local_mem_size:
+            raise RuntimeError(f"its shared arrays take {local} bytes of local memory; "
+                               f"the OpenCL device {device.name!r} has "
+                               f"{device.local_mem_size}")
+        lanes = kernel.get_work_group_info(info.WORK_GROUP_SIZE, device)
+        if lanes < WORKGROUP:
+            raise RuntimeError(f"the OpenCL device {device.name!r} runs at most {lanes} "
+                               f"lanes of it in a workgroup; Tack launches workgroups "
+                               f"of {WORKGROUP}")
+
     # -- running -----------------------------------------------------------------------
     def launcher(self, program: CLProgram):
         """``launch(args, extents)``: queue one launch over the flattened extents
         (``launch.py``). pyopencl packs the scalars in their parameters' types
         (declared at the build); a value out of its type's range raises before
         anything is queued."""
-        return make_launch(self, program, _cl().enqueue_nd_range_kernel, MAX_LAUNCH)
+        return make_launch(self, program, _cl(), MAX_LAUNCH)
 
     def fused_launcher(self, program: CLProgram, head):
         """A call signature's runner with the launch written in (``launch.py``)."""
-        return make_launch(self, program, _cl().enqueue_nd_range_kernel, MAX_LAUNCH,
-                           head)
+        return make_launch(self, program, _cl(), MAX_LAUNCH, head)

@@ -1,7 +1,7 @@
 """The warm launch of the OpenCL backend: one generated Python function per
 built variant, or per call signature with the runner written in.
 
-``make_launch(backend, program, enqueue, max_launch)`` writes
+``make_launch(backend, program, cl, max_launch)`` writes
 ``launch(args, extents)`` for one variant, which a call signature's runner
 calls; given ``head`` (``launcher.fused_head``) it writes that runner itself with the
 launch inside, one Python call less (``launcher.fused_head``). The variant's
@@ -10,7 +10,7 @@ code: it hands pyopencl the arguments in one ``set_args`` call (the scalars'
 types were declared at the build, so pyopencl packs Python numbers itself)
 and queues the kernel over the extents rounded up to whole workgroups, under
 the variant's lock (the kernel object holds its arguments between the two
-calls).
+calls). pyopencl's errors from the enqueue are ``RuntimeError``s.
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ def launch_source(head, n_args: int, positions, n_extents: int, plain: bool) -> 
               "    try:",
               f"        set_args({', '.join(values)})",
               "        enqueue(queue, kernel, (-(-total // WORKGROUP) * WORKGROUP,), LOCAL)",
+              "    except Error as exc:   # pyopencl's: the launch failed",
+              "        raise RuntimeError(f'an OpenCL launch failed: {exc}') from exc",
               "    finally:",
               "        release()"]
     return "\n".join(lines) + "\n"
 
 
-def make_launch(backend, program, enqueue, max_launch: int, head=None):
+def make_launch(backend, program, cl, max_launch: int, head=None):
     """The variant's ``launch(args, extents)``, or the fused runner (see the
     module doc); its source is ``launch.source``."""
     kernel = program.kernel
@@ -43,8 +45,8 @@ def make_launch(backend, program, enqueue, max_launch: int, head=None):
                             backend.api_name)
 
     scope = dict(MAX_LAUNCH=max_launch, WORKGROUP=WORKGROUP, LOCAL=(WORKGROUP,),
-                 count=count, set_args=kernel.set_args, enqueue=enqueue,
-                 queue=backend.queue, kernel=kernel,
+                 count=count, set_args=kernel.set_args, enqueue=cl.enqueue_nd_range_kernel,
+                 queue=backend.queue, kernel=kernel, Error=cl.Error,
                  acquire=program.lock.acquire, release=program.lock.release)
     lines, names = head or (standalone_head(range(program.n_args), program.n_extents), {})
     scope.update(names)
