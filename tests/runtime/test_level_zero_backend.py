@@ -76,6 +76,11 @@ class FakeZe:
         self.args, self.launches, self.spirv, self.freed = {}, [], [], []
         self.sync_error, self.syncs = 0, 0
         self.module_flags = 1 << 2     # ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS
+        # A launch's effect on memory (``effect(args)`` gives it, when a test
+        # sets one) happens at once on an in-order list; otherwise at the next
+        # barrier, an order the Level Zero spec allows ("only guaranteed to
+        # start in the same order"), while a copy completes at once.
+        self.effect, self.pending, self.in_order = None, [], False
 
     def _out(self, ref, value):
         ref._obj.value = value
@@ -108,6 +113,7 @@ class FakeZe:
 
     def zeCommandListCreateImmediate(self, context, device, desc, out):
         assert desc._obj.mode == 2   # asynchronous
+        self.in_order = bool(desc._obj.flags & 0x2)   # ZE_COMMAND_QUEUE_FLAG_IN_ORDER
         return self._out(out, 0x11)
 
     def zeEventPoolCreate(self, context, desc, count, devices, pool):
@@ -139,6 +145,9 @@ class FakeZe:
         return 0
 
     def zeCommandListAppendBarrier(self, lst, event, n, waits):
+        for job in self.pending:
+            job()
+        self.pending.clear()
         return 0
 
     def zeEventHostSynchronize(self, event, timeout):
@@ -152,6 +161,7 @@ class FakeZe:
     def zeModuleCreate(self, context, device, desc, module, log):
         d = desc._obj
         self.spirv.append(ctypes.string_at(d.pInputModule, d.inputSize))
+        self.build_flags = d.pBuildFlags
         return self._out(module, 0x33)
 
     def zeModuleBuildLogDestroy(self, log):
@@ -171,6 +181,9 @@ class FakeZe:
 
     def zeCommandListAppendLaunchKernel(self, lst, kernel, groups, event, n, waits):
         self.launches.append((groups._obj.groupCountX, dict(self.args)))
+        if self.effect is not None:
+            job = self.effect(dict(self.args))
+            job() if self.in_order else self.pending.append(job)
         return 0
 
     def zeMemGetAllocProperties(self, context, pointer, props, device):
@@ -323,11 +336,48 @@ def test_drops_are_freed_at_the_next_wait_and_errors_raise_there(fake):
         assert address in fake.freed
         made = [tack.zeros(4)._ptr for _ in range(300)]   # dropped at once
         assert set(made[:256]) <= set(fake.freed)   # a wait every 256 drops
+        dropped, freed = tack.zeros(4)._ptr, len(fake.freed)
         fake.sync_error = 0x70000001   # ZE_RESULT_ERROR_DEVICE_LOST
         with pytest.raises(RuntimeError, match=re.escape(
                 "a Level Zero launch or copy on this device failed: "
                 "ZE_RESULT_ERROR_DEVICE_LOST")):
             dev.synchronize()
+        assert len(fake.freed) == freed   # the failed wait did not see launches end
+        dev.synchronize()
+        assert dropped in fake.freed[freed:]
+
+
+@tack.kernel
+def set_ones(out):
+    for i in range(len(out)):
+        out[i] = 1.0
+
+
+def test_a_copy_after_a_launch_completes_after_it(fake):
+    """The command list is in order: without it, the fake (as the spec allows)
+    completes the launch at the wait after the copy, over the copied values."""
+    def ones(args):
+        return lambda: ctypes.memmove(_word(args[0]), np.ones(4, np.float32).tobytes(), 16)
+    dev = _device()
+    with dev:
+        out = tack.zeros(4)
+        fake.effect = ones
+        set_ones(out)
+        tack.copyto(out, np.full(4, 5.0, np.float32))
+        fake.effect = None
+        np.testing.assert_array_equal(out.numpy(), np.full(4, 5.0, np.float32))
+
+
+def test_modules_are_built_with_64_bit_buffer_offsets(fake):
+    @tack.kernel
+    def set_twos(out):   # its own kernel: built (and its module made) here
+        for i in range(len(out)):
+            out[i] = 2.0
+
+    dev = _device()
+    with dev:
+        set_twos(tack.zeros(4))
+    assert fake.build_flags == b"-ze-opt-greater-than-4GB-buffer-required"
 
 
 def test_memory_space_and_array_from_ptr(fake):

@@ -83,6 +83,9 @@ def _handles(external, index: int, found_devices) -> tuple:
     return tuple(handle(v) for v in values)
 
 
+BUILD_FLAGS = b"-ze-opt-greater-than-4GB-buffer-required"
+
+
 class LevelZeroBackend(Backend):
     name = "level_zero"
     api_name = "Level Zero"
@@ -119,7 +122,11 @@ class LevelZeroBackend(Backend):
                                       ctypes.byref(self.context)), "zeContextCreate")
             self.owns_context = True
         self.list = handle()
-        desc = ze.CommandQueueDesc(ze.COMMAND_QUEUE_DESC, None, 0, 0, 0,
+        # In order: a command list otherwise only starts its commands in order,
+        # so a copy could finish before the launch ahead of it, and a launch
+        # run beside the one whose results it reads.
+        desc = ze.CommandQueueDesc(ze.COMMAND_QUEUE_DESC, None, 0, 0,
+                                   ze.COMMAND_QUEUE_FLAG_IN_ORDER,
                                    ze.COMMAND_QUEUE_MODE_ASYNCHRONOUS, 0)
         check(lib.zeCommandListCreateImmediate(self.context, self.device,
                                                ctypes.byref(desc), ctypes.byref(self.list)),
@@ -238,10 +245,11 @@ class LevelZeroBackend(Backend):
         if code == ze.SUCCESS:
             code = lib.zeEventHostSynchronize(self.done, ze.UINT64_MAX)
             lib.zeEventHostReset(self.done)
-        frees, self._pending_frees = self._pending_frees, []
-        for address in frees:
-            self.lib.zeMemFree(self.context, handle(address))
-        if code != ze.SUCCESS:
+        if code == ze.SUCCESS:   # else a launch may still use them: kept for the next
+            frees, self._pending_frees = self._pending_frees, []
+            for address in frees:
+                self.lib.zeMemFree(self.context, handle(address))
+        else:
             raise RuntimeError(f"a Level Zero launch or copy on this device failed: "
                                f"{ze.describe(code)}")
 
@@ -285,8 +293,10 @@ class LevelZeroBackend(Backend):
     def _module(self, binary: bytes):
         lib, module, log = self.lib, handle(), handle()
         data = (ctypes.c_uint8 * len(binary)).from_buffer_copy(binary)
+        # 64-bit offsets into buffers, which Level Zero leaves off by default:
+        # Tack's indices are 64-bit, and a wrapped buffer may pass 4 GiB
         desc = ze.ModuleDesc(ze.MODULE_DESC, None, ze.MODULE_FORMAT_IL_SPIRV, len(binary),
-                             ctypes.addressof(data), b"", None)
+                             ctypes.addressof(data), BUILD_FLAGS, None)
         code = lib.zeModuleCreate(self.context, self.device, ctypes.byref(desc),
                                   ctypes.byref(module), ctypes.byref(log))
         if code != ze.SUCCESS:
