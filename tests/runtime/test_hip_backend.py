@@ -338,6 +338,16 @@ def test_device_zero_switches_nothing_and_another_device_is_made_current(fake):
     assert fake.set_device[:2] == [1, 0] and fake.current == 0
 
 
+def test_device_zero_is_made_current_when_the_thread_is_on_another(fake):
+    """Another library left device 1 current on this thread: hip:0's stream,
+    memory and launches still go to device 0, and the thread gets 1 back."""
+    fake.devices, fake.current = 2, 1
+    zero = _device(0)
+    with zero:
+        tack.zeros(4)
+    assert fake.set_device[:2] == [0, 1] and fake.current == 1
+
+
 def test_memory_space_classifies_pointers(fake, fake_device):
     with fake_device:
         a = tack.zeros(8)

@@ -154,7 +154,10 @@ class Device(Bracketing):
         self.ordinal = ordinal
         self.state = State()
         atexit.register(_close, self.state)
-        self.foreign = ordinal != 0   # a device other than 0: always made current
+        # Made current around each operation: a device other than 0, or any
+        # device the thread's current one (another library's choice) is not.
+        current = int(check(hip.hipGetDevice(), "hipGetDevice"))
+        self.foreign = ordinal != 0 or current != ordinal
         self.several = several
         self.thread = threading.get_ident()
         with _in_use_lock:
