@@ -529,6 +529,38 @@ def test_memory_space_classifies_pointers(fake, fake_device):
     assert backend.memory_space(1 << 64) == "cpu"
 
 
+class _LabelledCUDA:
+    """A DLPack producer whose tensor says kDLCUDA, device 0, over ``values``'
+    memory, wherever that is."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        from tack.runtime import dlpack
+        wrapped = tack.array_from_ptr(self.values.ctypes.data, self.values.shape,
+                                      tack.f32, device="cpu")
+        capsule = wrapped.__dlpack__()
+        dlpack._open(capsule)[1].dl_tensor.device.device_type = 2   # kDLCUDA
+        return capsule
+
+
+def test_from_dlpack_checks_the_memory_as_array_from_ptr_does(fake, fake_device):
+    host = np.arange(4, dtype=np.float32)   # pageable host memory, labelled kDLCUDA
+    with pytest.raises(ValueError, match=re.escape(
+            "Pointer is in 'cpu' memory but the device is 'CUDA'. from_dlpack() on "
+            "cuda:0 takes cuda or cuda_managed memory")):
+        tack.from_dlpack(_LabelledCUDA(host), device=fake_device)
+    device_memory = tack.zeros(4, device=fake_device)
+    view = np.ctypeslib.as_array((ctypes.c_float * 4).from_address(device_memory._ptr))
+    view[:] = [1, 2, 3, 4]
+    shared = tack.from_dlpack(_LabelledCUDA(view), device=fake_device)
+    assert shared.device is fake_device and shared.numpy().tolist() == [1, 2, 3, 4]
+
+
 # -- NVRTC, no device -------------------------------------------------------------------------
 
 def test_compile_ptx_targets_the_requested_architecture():

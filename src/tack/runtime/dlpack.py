@@ -16,6 +16,7 @@ import threading
 from .. import types as T
 from .array import Array
 from .buffers import ExternalBuffer
+from .pointers import require_device_memory
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_OPENCL = 1, 2, 3, 4
 KDL_VULKAN, KDL_METAL, KDL_VPI, KDL_ROCM = 7, 8, 9, 10
@@ -344,12 +345,14 @@ def from_dlpack(source, *, device=None, copy=False) -> Array:
     device_type, dtype, shape = _check(tensor)
     dev = _target_device(device_type, device, tensor.device.device_id)
     data = (tensor.data or 0) + tensor.byte_offset
-    _api.PyCapsule_SetName(capsule, _USED[name])
-    deleter = managed.deleter
-    hold = _Hold(address, deleter if deleter else None, source)
     nbytes = dtype.itemsize
     for extent in shape:
         nbytes *= extent
+    if dev.backend.memory_domain != "host" and nbytes:   # as array_from_ptr checks
+        require_device_memory(dev, data, "from_dlpack()")
+    _api.PyCapsule_SetName(capsule, _USED[name])
+    deleter = managed.deleter
+    hold = _Hold(address, deleter if deleter else None, source)
     if dev.backend.memory_domain == "host":
         buffer = ExternalBuffer(data, nbytes, hold)
     else:   # device memory (kDLCUDA, kDLROCM): the backend wraps it and shares it

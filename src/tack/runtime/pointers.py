@@ -48,13 +48,20 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
     if backend.memory_domain == "host":
         buffer = ExternalBuffer(address, nbytes, owner)
     else:   # a device pointer (CUDA): it must be memory this device can use
-        space = backend.memory_space(address)
-        if space not in backend.device_memory_spaces:
-            raise ValueError(f"Pointer is in '{space}' memory but the device is "
-                             f"'{backend.api_name}'. array_from_ptr() on {dev} takes "
-                             f"{' or '.join(backend.device_memory_spaces)} memory")
+        require_device_memory(dev, address, "array_from_ptr()")
         buffer = backend.wrap(address, nbytes, owner)
     return Array(buffer, dims, dt, dev, writable=bool(writable))
+
+
+def require_device_memory(dev, address: int, call: str) -> None:
+    """``ValueError`` unless ``address`` is in memory ``dev``'s backend can use
+    (one of its ``device_memory_spaces``)."""
+    backend = dev.backend
+    space = backend.memory_space(address)
+    if space not in backend.device_memory_spaces:
+        raise ValueError(f"Pointer is in '{space}' memory but the device is "
+                         f"'{backend.api_name}'. {call} on {dev} takes "
+                         f"{' or '.join(backend.device_memory_spaces)} memory")
 
 
 def memory_space(ptr, *, device=None) -> str:
