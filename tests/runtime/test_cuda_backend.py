@@ -512,6 +512,18 @@ def test_a_failed_launch_raises_at_the_next_wait(fake, fake_device):
             x.numpy()
 
 
+def test_a_launch_status_the_bindings_cannot_name_is_a_runtime_error(fake, fake_device,
+                                                                     monkeypatch):
+    """A driver newer than cuda-python may return a status its CUresult lacks."""
+    monkeypatch.setattr(fake, "cuLaunchKernel", lambda *args: (1000,), raising=False)
+    with fake_device:
+        x, y = tack.zeros(4), tack.zeros(4)
+        with pytest.raises(RuntimeError, match="^" + re.escape(
+                "Kernel 'saxpy' failed on CUDABackend: cuLaunchKernel failed: "
+                "status 1000")):
+            saxpy(x, y, 2.0)
+
+
 def test_memory_space_classifies_pointers(fake, fake_device):
     backend = fake_device.backend
     device_array = tack.zeros(8, device=fake_device)

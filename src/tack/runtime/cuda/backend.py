@@ -209,7 +209,7 @@ class CUDABackend(StreamBackend):
         return raw_launcher(self.driver, function, self.stream, params)
 
     def launch_failed(self, code: int, what: str = "cuLaunchKernel"):
-        raise CUDAError(what, self.driver.CUresult(code))
+        raise CUDAError(what, self.status(self.driver.CUresult, code))
 
     def copy_from_host_async(self, address: int, host: np.ndarray) -> None:
         """Queue a copy of ``host`` to ``address`` (the caller is in the context;

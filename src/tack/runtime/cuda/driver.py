@@ -52,7 +52,7 @@ class CUDAError(RuntimeError):
 def describe(code) -> str:
     """``"CUDA_ERROR_X (the driver's sentence)"``; the name alone when the driver
     cannot say more (it may not be loaded)."""
-    name = getattr(code, "name", str(code))
+    name = getattr(code, "name", f"status {code}")
     try:
         err, text = modules()[0].cuGetErrorString(code)
     except Exception:  # no driver to ask: the name says enough

@@ -157,7 +157,7 @@ class HIPBackend(StreamBackend):
         return raw_launcher(self.hip, function, self.stream, params)
 
     def launch_failed(self, code: int, what: str = "hipModuleLaunchKernel"):
-        raise HIPError(what, self.hip.hipError_t(code))
+        raise HIPError(what, self.status(self.hip.hipError_t, code))
 
 
 class _Marker:

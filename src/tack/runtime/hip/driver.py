@@ -50,7 +50,7 @@ class HIPError(RuntimeError):
 
 def describe(code) -> str:
     """``"hipErrorX (the runtime's sentence)"``; the name alone when it cannot say."""
-    name = getattr(code, "name", str(code))
+    name = getattr(code, "name", f"status {code}")
     try:
         err, text = modules()[0].hipGetErrorString(code)
         text = text if isinstance(text, (bytes, bytearray)) else bytes(text)

@@ -156,6 +156,15 @@ class StreamBackend(Backend):
         return self._reducer.reduce(array, op)
 
     # -- waiting ----------------------------------------------------------------------
+    @staticmethod
+    def status(enum, code: int):
+        """A launch's status ``code`` as the bindings' ``enum``, or the int itself
+        where they have no name for it (a driver newer than the bindings)."""
+        try:
+            return enum(code)
+        except ValueError:
+            return code
+
     def synchronize(self) -> None:
         with self.context.active():
             self._wait()
