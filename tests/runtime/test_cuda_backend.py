@@ -524,6 +524,34 @@ def test_a_launch_status_the_bindings_cannot_name_is_a_runtime_error(fake, fake_
             saxpy(x, y, 2.0)
 
 
+@pytest.mark.parametrize("failing, undone", [
+    ("cuMemAddressReserve", ["cuMemRelease"]),
+    ("cuMemMap", ["cuMemAddressFree", "cuMemRelease"]),
+    ("cuMemSetAccess", ["cuMemUnmap", "cuMemAddressFree", "cuMemRelease"])])
+def test_a_failed_exportable_allocation_takes_back_each_step(fake, fake_device,
+                                                             monkeypatch, failing, undone):
+    for name in ("CUmemAllocationProp", "CUmemAllocationType", "CUmemLocationType",
+                 "CUmemAllocationHandleType", "CUmemAllocationGranularity_flags",
+                 "CUmemAccessDesc", "CUmemAccess_flags"):
+        monkeypatch.setattr(fake, name, getattr(fake.real, name), raising=False)
+    calls, unraisable = [], []
+    answers = {"cuMemGetAllocationGranularity": (fake.ok, 2 << 20),
+               "cuMemCreate": (fake.ok, 0x1234),
+               "cuMemAddressReserve": (fake.ok, fake.real.CUdeviceptr(0x7000000))}
+    for name in ("cuMemGetAllocationGranularity", "cuMemCreate", "cuMemAddressReserve",
+                 "cuMemMap", "cuMemSetAccess", "cuMemUnmap", "cuMemAddressFree",
+                 "cuMemRelease"):
+        answer = ((fake.CUresult.CUDA_ERROR_OUT_OF_MEMORY,) if name == failing else
+                  answers.get(name, (fake.ok,)))
+        monkeypatch.setattr(fake, name, lambda *a, name=name, answer=answer: (
+            calls.append(name), answer)[1], raising=False)
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    with pytest.raises(RuntimeError, match=re.escape(f"{failing} failed")):
+        tack.empty(1000, device=fake_device, exportable=True)
+    assert calls[calls.index(failing) + 1:] == undone
+    assert unraisable == []   # no error from the half-made buffer's __del__
+
+
 def test_memory_space_classifies_pointers(fake, fake_device):
     backend = fake_device.backend
     device_array = tack.zeros(8, device=fake_device)

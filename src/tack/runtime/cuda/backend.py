@@ -41,6 +41,8 @@ class ExportableBuffer(DeviceBuffer):
         self.shared = False   # Tack's own memory until exported
 
     def __del__(self):
+        if not hasattr(self, "handle"):   # the allocation failed: nothing to release
+            return
         if self.backend.context.state.open:
             exportable.release(self.backend, self.address, self.size, self.handle)
 

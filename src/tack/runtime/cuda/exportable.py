@@ -47,18 +47,23 @@ def allocate(backend, nbytes: int) -> tuple:
     step = granularity(backend)
     size = max(step, -(-nbytes // step) * step)
     prop = _properties(driver, backend.index)
+    undo = []   # what to take back, last step first, if a later step fails
     with backend.context.active():
-        handle = check(driver.cuMemCreate(size, prop, 0), f"cuMemCreate({size} bytes)")
         try:
+            handle = check(driver.cuMemCreate(size, prop, 0), f"cuMemCreate({size} bytes)")
+            undo.append(lambda: driver.cuMemRelease(handle))
             address = check(driver.cuMemAddressReserve(size, 0, 0, 0),
                             "cuMemAddressReserve")
+            undo.append(lambda: driver.cuMemAddressFree(address, size))
             check(driver.cuMemMap(address, size, 0, handle, 0), "cuMemMap")
+            undo.append(lambda: driver.cuMemUnmap(address, size))
             access = driver.CUmemAccessDesc()
             access.location = prop.location
             access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
             check(driver.cuMemSetAccess(address, size, [access], 1), "cuMemSetAccess")
         except Exception:
-            driver.cuMemRelease(handle)
+            for step in reversed(undo):
+                step()
             raise
     return int(address), size, handle
 
