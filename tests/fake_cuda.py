@@ -32,6 +32,7 @@ class FakeDriver:
         self.memory, self.pinned, self.managed = {}, set(), set()
         self.launches, self.pack_copies, self.images = [], [], []
         self.functions = []   # the function handle of each launch
+        self.unloaded = []    # the modules unloaded
         self.retained = self.set_current = 0
         self.arity = 0
         self.devices = 1
@@ -110,6 +111,10 @@ class FakeDriver:
     def cuModuleLoadData(self, address):
         self.images.append(ctypes.string_at(address, 4))
         return (self.ok, self.real.CUmodule(0x77))
+
+    def cuModuleUnload(self, module):
+        self.unloaded.append(int(module))
+        return (self.ok,)
 
     def cuModuleGetFunction(self, module, name):
         return (self.ok, self.real.CUfunction(len(self.images)))

@@ -18,6 +18,7 @@ Three parts:
 from __future__ import annotations
 
 import ctypes
+import gc
 import math
 import os
 import platform
@@ -550,6 +551,33 @@ def test_a_failed_exportable_allocation_takes_back_each_step(fake, fake_device,
         tack.empty(1000, device=fake_device, exportable=True)
     assert calls[calls.index(failing) + 1:] == undone
     assert unraisable == []   # no error from the half-made buffer's __del__
+
+
+@tack.kernel
+def scaled(obj, x):
+    for i in range(len(x)):
+        x[i] = x[i] * obj.scale
+
+
+def _scaler(k: float):
+    @tack.device_class
+    class Scaler:
+        scale = k   # a class constant: compiled into the class's own variant
+    return Scaler
+
+
+def test_a_dropped_variants_module_is_unloaded_at_the_next_synchronize(fake, fake_device):
+    with fake_device:
+        x = tack.ones(16)
+        fake.arity = 2
+        for k in (2.0, 3.0, 5.0):
+            scaled(_scaler(k)(), x)   # each class is collected with its variants
+        gc.collect()   # the classes: dropping them drops their variants' runners,
+        gc.collect()   # which are cycles the next collection frees
+        assert fake.unloaded == []    # not before a wait: a queued launch may run it
+        fake_device.synchronize()
+        assert len(fake.unloaded) == 3
+        assert x.numpy().tolist() == [1.0] * 16   # the fake runs no kernel
 
 
 def test_memory_space_classifies_pointers(fake, fake_device):

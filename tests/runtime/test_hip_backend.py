@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import gc
 import re
 import sys
 
@@ -94,6 +95,7 @@ class FakeHip:
         self.memory, self.pinned, self.managed = {}, set(), set()
         self.launches, self.pack_copies, self.modules = [], [], []
         self.arity, self.sync_error = 0, None
+        self.unloaded = []
 
     def hipInit(self, flags):
         return (Error.hipSuccess,)
@@ -155,6 +157,10 @@ class FakeHip:
     def hipModuleLoadData(self, address):
         self.modules.append(ctypes.string_at(address, 8))
         return (Error.hipSuccess, 0x77)
+
+    def hipModuleUnload(self, module):
+        self.unloaded.append(module)
+        return (Error.hipSuccess,)
 
     def hipModuleGetFunction(self, module, name):
         return (Error.hipSuccess, name)
@@ -346,6 +352,32 @@ def test_device_zero_is_made_current_when_the_thread_is_on_another(fake):
     with zero:
         tack.zeros(4)
     assert fake.set_device[:2] == [0, 1] and fake.current == 1
+
+
+@tack.kernel
+def scaled(obj, x):
+    for i in range(len(x)):
+        x[i] = x[i] * obj.scale
+
+
+def _scaler(k: float):
+    @tack.device_class
+    class Scaler:
+        scale = k   # a class constant: compiled into the class's own variant
+    return Scaler
+
+
+def test_a_dropped_variants_module_is_unloaded_at_the_next_synchronize(fake, fake_device):
+    with fake_device:
+        x = tack.ones(16)
+        fake.arity = 2
+        for k in (2.0, 3.0):
+            scaled(_scaler(k)(), x)   # each class is collected with its variants
+        gc.collect()   # the classes, then their variants' runners (cycles)
+        gc.collect()
+        assert fake.unloaded == []    # not before a wait: a queued launch may run it
+        fake_device.synchronize()
+        assert fake.unloaded == [0x77, 0x77]
 
 
 def test_memory_space_classifies_pointers(fake, fake_device):

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import re
 
@@ -81,6 +82,7 @@ class FakeZe:
         # barrier, an order the Level Zero spec allows ("only guaranteed to
         # start in the same order"), while a copy completes at once.
         self.effect, self.pending, self.in_order = None, [], False
+        self.destroyed = []
 
     def _out(self, ref, value):
         ref._obj.value = value
@@ -170,6 +172,14 @@ class FakeZe:
     def zeKernelCreate(self, module, desc, kernel):
         self.kernel_name = desc._obj.pKernelName
         return self._out(kernel, 0x44)
+
+    def zeKernelDestroy(self, kernel):
+        self.destroyed.append(("kernel", _value(kernel)))
+        return 0
+
+    def zeModuleDestroy(self, module):
+        self.destroyed.append(("module", _value(module)))
+        return 0
 
     def zeKernelSetGroupSize(self, kernel, x, y, z):
         self.group = (_value(x), _value(y), _value(z))
@@ -378,6 +388,33 @@ def test_modules_are_built_with_64_bit_buffer_offsets(fake):
     with dev:
         set_twos(tack.zeros(4))
     assert fake.build_flags == b"-ze-opt-greater-than-4GB-buffer-required"
+
+
+@tack.kernel
+def scaled(obj, x):
+    for i in range(len(x)):
+        x[i] = x[i] * obj.scale
+
+
+def _scaler(k: float):
+    @tack.device_class
+    class Scaler:
+        scale = k   # a class constant: compiled into the class's own variant
+    return Scaler
+
+
+def test_a_dropped_variants_kernel_and_module_are_destroyed_at_the_next_wait(fake):
+    dev = _device()
+    with dev:
+        x = tack.ones(16)
+        dev.synchronize()
+        for k in (2.0, 3.0):
+            scaled(_scaler(k)(), x)   # each class is collected with its variants
+        gc.collect()   # the classes, then their variants' runners (cycles)
+        gc.collect()
+        assert fake.destroyed == []   # not before a wait: a queued launch may use them
+        dev.synchronize()
+    assert fake.destroyed == [("kernel", 0x44), ("module", 0x33)] * 2
 
 
 def test_memory_space_and_array_from_ptr(fake):

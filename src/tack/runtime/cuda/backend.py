@@ -75,6 +75,7 @@ class CUDABackend(StreamBackend):
         self.device_name = context.name()
         self.pools = bool(context.attribute("CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED"))
         self._export_granularity = None   # exportable.granularity, asked once
+        self.dropped_modules = []   # unloaded at the next synchronize
         with context.active():
             self.stream = check(driver.cuStreamCreate(
                 int(driver.CUstream_flags.CU_STREAM_DEFAULT)), "cuStreamCreate")
@@ -168,6 +169,9 @@ class CUDABackend(StreamBackend):
         return "cuda"
 
     # -- waiting ----------------------------------------------------------------------
+    def unload_module(self, module) -> None:
+        self.driver.cuModuleUnload(module)
+
     def _wait(self) -> None:
         result = self.driver.cuStreamSynchronize(self.stream)
         if result[0] != 0:

@@ -58,6 +58,7 @@ class HIPBackend(StreamBackend):
         self.device_name = context.name()
         self.arch = context.arch()
         self.pools = bool(context.attribute("hipDeviceAttributeMemoryPoolsSupported"))
+        self.dropped_modules = []   # unloaded at the next synchronize
         with context.active():
             self.stream = check(hip.hipStreamCreateWithFlags(_STREAM_DEFAULT),
                                 "hipStreamCreateWithFlags")
@@ -128,6 +129,9 @@ class HIPBackend(StreamBackend):
         return "cpu"
 
     # -- waiting ----------------------------------------------------------------------
+    def unload_module(self, module) -> None:
+        self.hip.hipModuleUnload(module)
+
     def _wait(self) -> None:
         code = self.hip.hipStreamSynchronize(self.stream)[0]
         if int(code) != 0:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,6 +135,7 @@ class LevelZeroBackend(Backend):
         self.done = self._event()   # signalled by the barrier a wait appends
         self._launch_lock = threading.RLock()
         self._pending_frees = []     # freed while launches may still use them
+        self._dropped = []           # (kernel, module) of dropped programs, likewise
         self._staging, self._staging_bytes = None, 0
         self.device_name, fp64, self.int64_atomics = self._properties()
         self.supported_dtypes = frozenset(t for t in T.SCALAR_TYPES if fp64 or t != T.f64)
@@ -249,6 +251,10 @@ class LevelZeroBackend(Backend):
             frees, self._pending_frees = self._pending_frees, []
             for address in frees:
                 self.lib.zeMemFree(self.context, handle(address))
+            while self._dropped:
+                kernel, module = self._dropped.pop()
+                lib.zeKernelDestroy(kernel)
+                lib.zeModuleDestroy(module)
         else:
             raise RuntimeError(f"a Level Zero launch or copy on this device failed: "
                                f"{ze.describe(code)}")
@@ -277,18 +283,24 @@ class LevelZeroBackend(Backend):
         module = self._module(spirv.compile_spirv(source))
         kernel = handle()
         desc = ze.KernelDesc(ze.KERNEL_DESC, None, 0, entry.encode())
-        check(self.lib.zeKernelCreate(module, ctypes.byref(desc), ctypes.byref(kernel)),
-              "zeKernelCreate")
+        code = self.lib.zeKernelCreate(module, ctypes.byref(desc), ctypes.byref(kernel))
+        if code != ze.SUCCESS:
+            self.lib.zeModuleDestroy(module)
+            check(code, "zeKernelCreate")
         check(self.lib.zeKernelSetGroupSize(kernel, ctypes.c_uint32(WORKGROUP),
                                             ctypes.c_uint32(1), ctypes.c_uint32(1)),
               "zeKernelSetGroupSize")
         scalar_types = tuple(None if p.is_array else p.dtype.numpy for p in typed.params)
         positions = tuple(k for k, p in enumerate(with_print_buffer(fn).params)
                           if p.is_array)
-        return ZeProgram(source, entry, module, kernel, scalar_types,
-                         len(typed.parallel_for.extents), iteration_cost(typed),
-                         threading.Lock(), requires_full_workgroups(typed), fn.name,
-                         positions, print_statements(typed))
+        program = ZeProgram(source, entry, module, kernel, scalar_types,
+                            len(typed.parallel_for.extents), iteration_cost(typed),
+                            threading.Lock(), requires_full_workgroups(typed), fn.name,
+                            positions, print_statements(typed))
+        # A variant is dropped with its device class: its kernel and module are
+        # destroyed at the next wait, when no queued launch can still use them.
+        weakref.finalize(program, self._dropped.append, (kernel, module)).atexit = False
+        return program
 
     def _module(self, binary: bytes):
         lib, module, log = self.lib, handle(), handle()

@@ -14,6 +14,7 @@ model (``context``, with ``enter``/``leave``, ``foreign``, ``thread`` and
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,6 +157,10 @@ class StreamBackend(Backend):
         return self._reducer.reduce(array, op)
 
     # -- waiting ----------------------------------------------------------------------
+    def unload_module(self, module) -> None:
+        """Unload a dropped program's module (in the device's context)."""
+        raise NotImplementedError
+
     @staticmethod
     def status(enum, code: int):
         """A launch's status ``code`` as the bindings' ``enum``, or the int itself
@@ -168,6 +173,9 @@ class StreamBackend(Backend):
     def synchronize(self) -> None:
         with self.context.active():
             self._wait()
+            dropped = self.dropped_modules
+            while dropped:    # now no launch runs their code (appended from any thread)
+                self.unload_module(dropped.pop())
 
     # -- building -------------------------------------------------------------------------
     def typed(self, fn):
@@ -191,11 +199,16 @@ class StreamBackend(Backend):
         n_params = len(typed.params) + len(typed.parallel_for.extents)
         positions = tuple(k for k, p in enumerate(with_print_buffer(fn).params)
                           if p.is_array)
-        return StreamProgram(source, entry, module, function, info, offsets, pack_bytes,
-                             pack_memory, n_arrays, n_params, iteration_cost(typed),
-                             threading.Lock(), requires_full_workgroups(typed), fn.name,
-                             items_per_thread(typed, self.target), positions,
-                             print_statements(typed))
+        program = StreamProgram(source, entry, module, function, info, offsets,
+                                pack_bytes, pack_memory, n_arrays, n_params,
+                                iteration_cost(typed), threading.Lock(),
+                                requires_full_workgroups(typed), fn.name,
+                                items_per_thread(typed, self.target), positions,
+                                print_statements(typed))
+        # A variant is dropped with its device class: its module is unloaded at
+        # the next synchronize, when no queued launch can still run its code.
+        weakref.finalize(program, self.dropped_modules.append, module).atexit = False
+        return program
 
     # -- running ---------------------------------------------------------------------------
     def launcher(self, program: StreamProgram):
