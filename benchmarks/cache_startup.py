@@ -21,7 +21,7 @@ interpreter start-up (launch to the script's first line), ``import tack``
 the first kernel (which also pays the process's one-time costs: LLVM's target
 setup, the MCJIT engine, the thread pool's JIT, the compiler fingerprint),
 the median first call of the other 19 (the per-kernel hit cost), the mean over
-all 20, and the process's wall time. Targets (DESIGN.md): a hit costs at most
+all 20, and the process's wall time. Targets (the project's design notes; docs/cache.md): a hit costs at most
 10 ms per kernel in a new process, start-up excluded; four ranks starting
 from the bundle take at most 1.5x one process's warm start-up.
 

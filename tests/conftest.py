@@ -1,9 +1,12 @@
 """Suite-wide setup: a private, empty kernel cache directory for the whole run."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 _CACHE = tempfile.mkdtemp(prefix="tack-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, True)   # each run's kernels: about 50 MB
 os.chmod(_CACHE, 0o700)
 os.environ["TACK_CACHE_DIR"] = _CACHE
 os.environ.setdefault("TACK_CACHE", "write")

@@ -93,6 +93,15 @@ def test_cpu_stream_bytes_is_an_integer(monkeypatch):
         tack.device("cpu", num_threads=2)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cpu_pool_spin_is_read_when_the_device_starts(monkeypatch, threads):
+    """With one thread there is never a pool, and a bad value is refused anyway."""
+    monkeypatch.setenv("TACK_CPU_POOL_SPIN", "lots")
+    with pytest.raises(ValueError, match=re.escape(
+            "TACK_CPU_POOL_SPIN must be an integer, got 'lots'")):
+        tack.device("cpu", num_threads=threads)
+
+
 def test_cpu_margin_is_a_float(monkeypatch):
     monkeypatch.setenv("TACK_CPU_MARGIN", "2.5")
     assert tack.device("cpu", num_threads=2).backend.margin == 2.5

@@ -154,6 +154,8 @@ class CPUBackend(Backend):
         self.pool_kind = config.cpu_pool_kind()
         if self.pool_kind == "native" and not native_pool.available():
             self.pool_kind = "python"
+        # read here with the others, though the pool starts at its first use
+        self.pool_spin = max(0, config.env_int("TACK_CPU_POOL_SPIN", POOL_SPIN))
         self._pool = None
         self._pool_lock = threading.Lock()
         self._fanout_work = None
@@ -176,8 +178,7 @@ class CPUBackend(Backend):
 
     def _make_pool(self):
         if self.pool_kind == "native":
-            spin = config.env_int("TACK_CPU_POOL_SPIN", POOL_SPIN)
-            return native_pool.NativePool(self.num_threads, max(0, spin))
+            return native_pool.NativePool(self.num_threads, self.pool_spin)
         return PythonPool(self.num_threads)
 
     def cache_target(self):
