@@ -150,6 +150,28 @@ def test_exchange_error_on_one_rank_after_repeats(comm, rng):
     world.free()
 
 
+def test_exchange_repeated_through_a_rebalanced_blocks(comm, rng):
+    """The same message dicts, repeated, then passed to a new Blocks of the same
+    world that gives block 2 to rank 0: delivered there, on every rank alike."""
+    size = comm.Get_size()
+    if size == 1:
+        return
+    world = tack.World(comm)
+    before = tack.Blocks(["cpu"] * 2, world)                    # block 2 on rank 1
+    counts = [3] + [2] * (size - 2) + [1]
+    after = tack.Blocks(["cpu"] * counts[comm.Get_rank()], world)   # block 2 on rank 0
+    x = tack.array(rng.standard_normal(5))
+    messages = {0: {2: {"x": x}}} if comm.Get_rank() == 0 else {}
+    for _ in range(4):
+        got = before.exchange(messages)
+        assert (2 in got) == (comm.Get_rank() == 1)
+    got = after.exchange(messages)
+    assert (2 in got) == (comm.Get_rank() == 0)
+    if comm.Get_rank() == 0:
+        assert got[2][0]["x"] is x
+    world.free()
+
+
 def test_different_calls_after_repeats(comm, rng):
     """One rank makes another call while the others repeat an exchange (or run a
     plan): every rank raises, nothing stays queued, and the calls work after."""

@@ -88,6 +88,19 @@ def test_value_kinds(rng):
     assert list(gathered) == [0, 1, 2]
 
 
+def test_numpy_float64_values_stay_numpy_scalars():
+    """np.float64 is also a Python float: it is a NumPy value all the same."""
+    blocks = tack.Blocks(["cpu"] * 3)
+    values = {g: np.float64(g + 0.5) for g in range(3)}
+    assert type(blocks.all_reduce(values)) is np.float64
+    assert all(type(v) is np.float64 for v in blocks.exclusive_scan(values).values())
+    assert all(type(v) is np.float64 for v in blocks.all_gather(values).values())
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks.all_reduce(): the values differ in type or shape between blocks: "
+            "NumPy f64, Python float")):
+        blocks.all_reduce({0: np.float64(1.0), 1: 1.0, 2: 1.0})
+
+
 def test_zero_blocks():
     blocks = tack.Blocks([])
     assert blocks.count == 0 and blocks.local == range(0, 0)

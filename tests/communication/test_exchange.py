@@ -32,6 +32,21 @@ def test_nothing_sent():
     assert blocks.exchange({}) == {0: {}, 1: {}}
 
 
+def test_a_repeated_call_through_another_blocks_is_checked_and_routed_anew():
+    """The same arrays again, through a new Blocks of the same world: the
+    first call's routing and checks do not carry over."""
+    world = tack.World()
+    three, two = tack.Blocks(["cpu"] * 3, world), tack.Blocks(["cpu"] * 2, world)
+    x = tack.zeros(4)
+    assert three.exchange({2: {0: {"x": x}}})[0] == {2: {"x": x}}
+    for messages in ({2: {0: {"x": x}}}, {2: {0: {}}}):   # block 2 is not in `two`
+        three.exchange(messages)
+        with pytest.raises(ValueError, match=re.escape(
+                "Blocks.exchange(): block 2 is out of range: the world has 2 blocks")):
+            two.exchange(messages)
+    assert two.exchange({1: {0: {"x": x}}})[0] == {1: {"x": x}}
+
+
 def test_errors():
     blocks = tack.Blocks(["cpu"] * 2)
     with pytest.raises(TypeError, match=re.escape(

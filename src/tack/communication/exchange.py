@@ -57,12 +57,14 @@ class _Channel:
 
 class _Repeat:
     """A successful call's messages, recognised at the next call by identity: dicts
-    of the same keys holding the same array objects (arrays are immutable in
-    shape, type and device, so such a call has the same, already checked,
-    headers). Arrays are held weakly; the host views that send them are made at
-    the first repeat and then kept."""
+    of the same keys holding the same array objects, through the same ``Blocks``
+    (arrays are immutable in shape, type and device, so such a call has the
+    same, already checked, headers; another ``Blocks`` may place the blocks on
+    other ranks and devices). Arrays are held weakly; the host views that send
+    them are made at the first repeat and then kept."""
 
-    def __init__(self, messages, outgoing):
+    def __init__(self, messages, outgoing, blocks):
+        self.blocks = blocks
         self.flat, position = [], {}
         for src, per_dst in messages.items():
             self.flat.append((src, None, len(per_dst)))
@@ -125,7 +127,8 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
     if channel is None:
         channel = world.cache[("exchange", call)] = _Channel(call)
     repeat, total = channel.repeat, None
-    arrays = None if error or repeat is None else repeat.match(messages)
+    arrays = (None if error or repeat is None or repeat.blocks is not blocks
+              else repeat.match(messages))
     if arrays is not None:          # the headers are channel.out's
         if channel.hot and world.overlaps:
             express = repeat.express
@@ -150,7 +153,7 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
                                      repeat)
         if received is not None:
             if repeat is None:
-                channel.remember(_Repeat(messages, outgoing))
+                channel.remember(_Repeat(messages, outgoing, blocks))
             return _assemble(blocks, outgoing.get(world.rank, []), received)
     else:
         total = world.agree(call, error, fields, count=changed)
@@ -165,7 +168,7 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
         channel.sizes = {r: pairs.message_sizes(h, world.gpu_aware)
                          for r, h in headers.items() if r != world.rank}
     if repeat is None:
-        channel.remember(_Repeat(messages, outgoing))
+        channel.remember(_Repeat(messages, outgoing, blocks))
     received = _transfer(blocks, outgoing, channel)
     return _assemble(blocks, outgoing.get(world.rank, []), received)
 

@@ -29,6 +29,9 @@ def kind_of(call: str, gid: int, value) -> tuple:
         return ("array", T.type_name(value.dtype), value.shape), value.numpy()
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{call}: the value of block {gid} is a bool; use an int")
+    if isinstance(value, np.generic):   # first: np.float64 is also a float
+        dtype = T.from_numpy(value.dtype)
+        return ("numpy", dtype.name), np.array(value)
     if isinstance(value, int):
         if not -(1 << 63) <= value < (1 << 63):
             raise ValueError(f"{call}: the value of block {gid} ({value}) does not fit "
@@ -36,9 +39,6 @@ def kind_of(call: str, gid: int, value) -> tuple:
         return ("int",), np.array(value, np.int64)
     if isinstance(value, float):
         return ("float",), np.array(value, np.float64)
-    if isinstance(value, np.generic):
-        dtype = T.from_numpy(value.dtype)
-        return ("numpy", dtype.name), np.array(value)
     raise TypeError(f"{call}: the value of block {gid} must be a Python or NumPy scalar "
                     f"or a tack.Array, not {type(value).__name__}")
 
