@@ -18,7 +18,6 @@ Three parts:
 from __future__ import annotations
 
 import ctypes
-import gc
 import math
 import os
 import platform
@@ -29,6 +28,7 @@ import numpy as np
 import pytest
 
 import tack
+from dropped_classes import launch_and_drop   # tests/ is on sys.path
 from fake_cuda import FakeDriver   # tests/ is on sys.path (tests/conftest.py)
 
 HAS_GPU = tack.device_count("cuda") > 0
@@ -553,27 +553,11 @@ def test_a_failed_exportable_allocation_takes_back_each_step(fake, fake_device,
     assert unraisable == []   # no error from the half-made buffer's __del__
 
 
-@tack.kernel
-def scaled(obj, x):
-    for i in range(len(x)):
-        x[i] = x[i] * obj.scale
-
-
-def _scaler(k: float):
-    @tack.device_class
-    class Scaler:
-        scale = k   # a class constant: compiled into the class's own variant
-    return Scaler
-
-
 def test_a_dropped_variants_module_is_unloaded_at_the_next_synchronize(fake, fake_device):
     with fake_device:
         x = tack.ones(16)
         fake.arity = 2
-        for k in (2.0, 3.0, 5.0):
-            scaled(_scaler(k)(), x)   # each class is collected with its variants
-        gc.collect()   # the classes: dropping them drops their variants' runners,
-        gc.collect()   # which are cycles the next collection frees
+        launch_and_drop(x, (2.0, 3.0, 5.0))   # each class collected with its variants
         assert fake.unloaded == []    # not before a wait: a queued launch may run it
         fake_device.synchronize()
         assert len(fake.unloaded) == 3

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import gc
 import re
 import sys
 
@@ -23,6 +22,7 @@ import numpy as np
 import pytest
 
 import tack
+from dropped_classes import launch_and_drop   # tests/ is on sys.path
 
 INSTALL = ("Install it with: pip install hip-python (and ROCm with hipRTC, and an AMD "
            "GPU driver).")
@@ -354,27 +354,11 @@ def test_device_zero_is_made_current_when_the_thread_is_on_another(fake):
     assert fake.set_device[:2] == [0, 1] and fake.current == 1
 
 
-@tack.kernel
-def scaled(obj, x):
-    for i in range(len(x)):
-        x[i] = x[i] * obj.scale
-
-
-def _scaler(k: float):
-    @tack.device_class
-    class Scaler:
-        scale = k   # a class constant: compiled into the class's own variant
-    return Scaler
-
-
 def test_a_dropped_variants_module_is_unloaded_at_the_next_synchronize(fake, fake_device):
     with fake_device:
         x = tack.ones(16)
         fake.arity = 2
-        for k in (2.0, 3.0):
-            scaled(_scaler(k)(), x)   # each class is collected with its variants
-        gc.collect()   # the classes, then their variants' runners (cycles)
-        gc.collect()
+        launch_and_drop(x)   # each class collected with its variants
         assert fake.unloaded == []    # not before a wait: a queued launch may run it
         fake_device.synchronize()
         assert fake.unloaded == [0x77, 0x77]

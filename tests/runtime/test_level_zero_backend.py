@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import ctypes
-import gc
 import os
 import re
 
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 
 import tack
+from dropped_classes import launch_and_drop   # tests/ is on sys.path
 
 INSTALL = ("Install it with: apt-get install libze1 clang-14 llvm-spirv-14 (the Level "
            "Zero loader, and the compilers that make SPIR-V) and Intel's GPU driver "
@@ -390,28 +390,12 @@ def test_modules_are_built_with_64_bit_buffer_offsets(fake):
     assert fake.build_flags == b"-ze-opt-greater-than-4GB-buffer-required"
 
 
-@tack.kernel
-def scaled(obj, x):
-    for i in range(len(x)):
-        x[i] = x[i] * obj.scale
-
-
-def _scaler(k: float):
-    @tack.device_class
-    class Scaler:
-        scale = k   # a class constant: compiled into the class's own variant
-    return Scaler
-
-
 def test_a_dropped_variants_kernel_and_module_are_destroyed_at_the_next_wait(fake):
     dev = _device()
     with dev:
         x = tack.ones(16)
         dev.synchronize()
-        for k in (2.0, 3.0):
-            scaled(_scaler(k)(), x)   # each class is collected with its variants
-        gc.collect()   # the classes, then their variants' runners (cycles)
-        gc.collect()
+        launch_and_drop(x)   # each class collected with its variants
         assert fake.destroyed == []   # not before a wait: a queued launch may use them
         dev.synchronize()
     assert fake.destroyed == [("kernel", 0x44), ("module", 0x33)] * 2
