@@ -3,8 +3,8 @@ built variant, or per call signature with the runner written in.
 
 ``make_launch(backend, program, cl, max_launch)`` writes
 ``launch(args, extents)`` for one variant, which a call signature's runner
-calls; given ``head`` (``launcher.fused_head``) it writes that runner itself with the
-launch inside, one Python call less (``launcher.fused_head``). The variant's
+calls; given ``head`` (``launcher.fused_head``) it writes that runner itself
+with the launch inside, one Python call less. The variant's
 array positions and number of extents are known, so either is straight-line
 code: it hands pyopencl the arguments in one ``set_args`` call (the scalars'
 types were declared at the build, so pyopencl packs Python numbers itself)
