@@ -29,11 +29,23 @@ class ScalarType:
 
     Instances are singletons (pickling and copying return the same object), so
     equality and hashing are by identity, which keeps signature lookups fast.
+    A NumPy dtype or its name compares equal to the Tack type it converts to
+    (``a.dtype == np.float32``), as dtypes are given as either everywhere.
     """
 
     name: str
     kind: str
     bits: int
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, ScalarType) or other is None:
+            return self is other
+        try:
+            return np.dtype(other) == self.numpy
+        except TypeError:
+            return NotImplemented
 
     @property
     def is_float(self) -> bool:

@@ -192,3 +192,27 @@ def test_misaligned_atomic_target_is_refused_before_the_launch():
                                          "array is not aligned to its 4-byte elements"):
         _count_into(misaligned)
     np.testing.assert_array_equal(raw, before)
+
+
+def test_a_numpy_array_is_wrapped_only_as_far_as_tack_can_read_it():
+    """For a NumPy ptr Tack knows the layout, size and writability, and checks them."""
+    data = b"\x00" * 16
+    locked = np.frombuffer(data, dtype=np.float32)            # read-only memory
+    with pytest.raises(ValueError, match=re.escape(
+            "array_from_ptr(..., writable=True) of a NumPy array that is read-only")):
+        tack.array_from_ptr(locked, (4,), tack.f32, writable=True)
+    assert tack.array_from_ptr(locked, (4,), tack.f32).numpy().tolist() == [0.0] * 4
+    for strided in (np.arange(10, dtype=np.float32)[::2],
+                    np.arange(6, dtype=np.float32).reshape(2, 3).T):
+        with pytest.raises(ValueError, match=re.escape(
+                "array_from_ptr() wraps C-contiguous NumPy arrays only")):
+            tack.array_from_ptr(strided, strided.shape, tack.f32)
+    with pytest.raises(TypeError, match=re.escape(
+            "array_from_ptr() wraps NumPy arrays in the machine's byte order; this one "
+            "is '>f4'")):
+        tack.array_from_ptr(np.arange(3, dtype=">f4"), (3,), tack.f32)
+    with pytest.raises(ValueError, match=re.escape(
+            "array_from_ptr() needs 4000000 bytes for this shape and dtype; the NumPy "
+            "array has 8")):
+        tack.array_from_ptr(np.zeros(2, np.float32), (1_000_000,), tack.f32)
+    assert data == b"\x00" * 16

@@ -126,6 +126,28 @@ class Array:
         return (f"tack.Array(shape={self._shape}, dtype={self._dtype}, "
                 f"device='{self._device}')")
 
+    # -- Python's protocols, as NumPy users reach for them ---------------------------
+    # Arrays are hashed and compared by identity only as keys (``==`` is refused,
+    # with the other operators, below); NumPy's operators and ufuncs defer to
+    # them (``__array_ufunc__ = None``), so ``a += np_array`` cannot quietly
+    # rebind ``a`` to a NumPy array.
+    __hash__ = object.__hash__
+    __array_ufunc__ = None
+
+    def __bool__(self) -> bool:
+        return bool(self._only_value("bool()"))
+
+    def __copy__(self) -> "Array":
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> "Array":
+        return self.copy()
+
+    def __reduce__(self):
+        raise TypeError("a tack.Array cannot be pickled (its memory belongs to a "
+                        "device of this process); pickle a.numpy() and make the array "
+                        "again with tack.array(values, device=...)")
+
     # -- host access ----------------------------------------------------------
     def _values(self, copy: bool = False) -> np.ndarray:
         """The values as NumPy: a view where the storage is host memory and
@@ -223,7 +245,9 @@ class Array:
         sequence or NumPy array of the element's shape); a scalar sets every
         component. Large arrays (256 KiB or more) are filled by a parallel kernel."""
         self._require_writable("fill()")
-        sequence = isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) > 0
+        if isinstance(value, Array):   # one element's components, say
+            value = value.numpy()
+        sequence = not isinstance(value, (str, bytes)) and np.ndim(value) > 0
         if sequence and self._scalar is self._dtype:
             raise TypeError("fill() of a scalar array takes a scalar, not a sequence")
         if sequence:
@@ -322,9 +346,12 @@ class Array:
     # A vector or matrix array reduces component by component over its elements
     # and returns a float64 NumPy array of the element's shape, each component
     # computed as the scalar reduction computes its Python float.
-    def sum(self):
+    def sum(self, axis=None, dtype=None, out=None):
         """Sum of every element as a Python float (f32 accumulates in f64); for a
-        vector or matrix array, the component-wise sum as a float64 NumPy array."""
+        vector or matrix array, the component-wise sum as a float64 NumPy array.
+        ``axis``, ``dtype`` and ``out`` are NumPy's (``np.sum(a)`` passes them):
+        only their defaults are taken."""
+        _whole_array("sum", axis, dtype, out)
         shape = T.element_shape(self._dtype)
         if self._size == 0:
             return np.zeros(shape) if shape else 0.0
@@ -336,15 +363,18 @@ class Array:
             return values.sum(axis=0, dtype=acc).astype(np.float64)
         return float(self._host_values().sum(dtype=acc))
 
-    def min(self):
+    def min(self, axis=None, out=None):
+        _whole_array("min", axis, None, out)
         return self._extreme("min")
 
-    def max(self):
+    def max(self, axis=None, out=None):
+        _whole_array("max", axis, None, out)
         return self._extreme("max")
 
-    def mean(self):
+    def mean(self, axis=None, dtype=None, out=None):
         """``sum() / size`` in binary64; NaN for an empty array (component-wise
         for a vector or matrix array)."""
+        _whole_array("mean", axis, dtype, out)
         if self._size == 0:
             shape = T.element_shape(self._dtype)
             return np.full(shape, np.nan) if shape else float("nan")
@@ -379,6 +409,34 @@ class Array:
     def __dlpack_device__(self):
         from .dlpack import device_of
         return device_of(self)
+
+
+def _refused_operator(symbol: str):
+    def refused(self, *other):
+        raise TypeError(f"tack.Array has no host operator {symbol}: compute in a "
+                        f"kernel, or on a.numpy()")
+    return refused
+
+
+for _names, _symbol in (
+        (("add", "radd", "iadd"), "+"), (("sub", "rsub", "isub"), "-"),
+        (("mul", "rmul", "imul"), "*"), (("truediv", "rtruediv", "itruediv"), "/"),
+        (("floordiv", "rfloordiv", "ifloordiv"), "//"), (("mod", "rmod", "imod"), "%"),
+        (("pow", "rpow", "ipow"), "**"), (("matmul", "rmatmul", "imatmul"), "@"),
+        (("and", "rand", "iand"), "&"), (("or", "ror", "ior"), "|"),
+        (("xor", "rxor", "ixor"), "^"), (("lshift", "rlshift", "ilshift"), "<<"),
+        (("rshift", "rrshift", "irshift"), ">>"), (("neg",), "-"), (("pos",), "+"),
+        (("abs",), "abs()"), (("invert",), "~"), (("eq",), "=="), (("ne",), "!="),
+        (("lt",), "<"), (("le",), "<="), (("gt",), ">"), (("ge",), ">=")):
+    for _name in _names:
+        setattr(Array, f"__{_name}__", _refused_operator(_symbol))
+
+
+def _whole_array(name: str, axis, dtype, out) -> None:
+    """Refuse what NumPy's reductions pass beyond their defaults."""
+    if axis is not None or dtype is not None or out is not None:
+        raise TypeError(f"{name}() of a tack.Array reduces every element, into a new "
+                        f"value; for axis=, dtype= or out=, reduce a.numpy()")
 
 
 FILL_KERNEL_BYTES = 256 * 1024

@@ -105,8 +105,8 @@ def _host_values(obj, dtype) -> np.ndarray:
         dt = T.scalar_of(T.as_element_type(dtype))
         return np.asarray(obj, dtype=dt.numpy)
     values = np.asarray(obj)
-    if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
-        T.from_numpy(values.dtype)
+    if isinstance(obj, (np.ndarray, np.generic)) or _typed_leaves(obj):
+        T.from_numpy(values.dtype)   # their own dtype, as np.array keeps it
         return values
     if values.dtype.kind in "fO":   # NumPy's answer for ints past i64 (or u64)
         ints = _python_ints(obj)
@@ -126,6 +126,14 @@ def _host_values(obj, dtype) -> np.ndarray:
         return values  # uint64: values past the i64 range, as for kernel scalars
     T.from_numpy(values.dtype)
     return values
+
+
+def _typed_leaves(obj) -> bool:
+    """Whether a (nested) list or tuple holds NumPy arrays or scalars, or Tack
+    arrays: values with a dtype of their own, which NumPy's promotion keeps."""
+    if isinstance(obj, (list, tuple)):
+        return any(_typed_leaves(item) for item in obj)
+    return isinstance(obj, (np.ndarray, np.generic, Array))
 
 
 def _python_ints(obj):
@@ -205,8 +213,9 @@ def _array(obj, dtype, device, operation: str) -> Array:
 
 def asarray(obj, dtype=None, *, device=None) -> Array:
     """``obj`` itself when it is a Tack array of that dtype on that device's memory,
-    else a converted copy (a scalar ``dtype`` on a vector or matrix array names
-    its element type with that scalar type, as ``astype`` does)."""
+    else a converted copy, on ``obj``'s own device when no device is given (a
+    scalar ``dtype`` on a vector or matrix array names its element type with
+    that scalar type, as ``astype`` does)."""
     if isinstance(obj, Array):
         same_type = dtype is None or converted_type(obj.dtype, dtype,
                                                     "asarray()") == obj.dtype
@@ -215,6 +224,8 @@ def asarray(obj, dtype=None, *, device=None) -> Array:
             target.backend.memory_domain == obj.device.backend.memory_domain)
         if same_type and addressable:
             return obj
+        if device is None:   # as when nothing is converted: it stays where it is
+            device = obj.device
     return _array(obj, dtype, device, "asarray()")
 
 

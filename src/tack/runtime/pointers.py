@@ -25,6 +25,26 @@ def _address(ptr):
                         f"NumPy array, not {type(ptr).__name__}") from None
 
 
+def _require_wrappable(host: np.ndarray, nbytes: int, writable: bool) -> None:
+    """What Tack can check of a NumPy array it wraps: its layout (contiguous,
+    native byte order), its size and whether NumPy lets it be written."""
+    if not host.flags.c_contiguous:
+        raise ValueError("array_from_ptr() wraps C-contiguous NumPy arrays only (this "
+                         "one is strided: a slice or a transpose); pass "
+                         "np.ascontiguousarray(a), or copy with tack.array(a)")
+    if not host.dtype.isnative:
+        raise TypeError(f"array_from_ptr() wraps NumPy arrays in the machine's byte "
+                        f"order; this one is {host.dtype.str!r}: convert it with "
+                        f"a.astype(a.dtype.newbyteorder('='))")
+    if host.nbytes < nbytes:
+        raise ValueError(f"array_from_ptr() needs {nbytes} bytes for this shape and "
+                         f"dtype; the NumPy array has {host.nbytes}")
+    if writable and not host.flags.writeable:
+        raise ValueError("array_from_ptr(..., writable=True) of a NumPy array that is "
+                         "read-only (its flags.writeable is False); wrap it read-only, "
+                         "or pass a writable copy")
+
+
 def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
     """Wrap existing memory as an array, without copying; Tack never frees it.
 
@@ -43,6 +63,8 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
     dt = T.as_element_type(dtype)  # a scalar type or an element type like tack.vec3()
     address, owner = _address(ptr)
     nbytes = math.prod(dims) * dt.itemsize
+    if owner is not None:
+        _require_wrappable(owner, nbytes, writable)
     if address == 0 and nbytes:
         raise ValueError("array_from_ptr() was given a null pointer")
     if backend.memory_domain == "host":
