@@ -12,6 +12,7 @@ import gc
 import re
 import subprocess
 import sys
+import textwrap
 import weakref
 
 import numpy as np
@@ -442,6 +443,26 @@ def test_views_collected_at_interpreter_shutdown():
         "h.capsule = tack.zeros(3).__dlpack__()\n"
         "print(h.views[2].sum())\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=30)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "10.0"
+
+
+def test_releasing_an_export_that_holds_another_export_does_not_deadlock():
+    """An export of a Tack array that wraps a NumPy view of another export: the
+    outer deleter drops the inner chain, whose deleter runs inside it. Run in a
+    child process, so that a deadlock fails the test instead of hanging it."""
+    script = textwrap.dedent("""
+        import numpy as np
+        import tack
+        inner = np.from_dlpack(tack.ones(10))      # export 1, held by NumPy
+        wrapped = tack.from_dlpack(inner)          # a Tack array over that view
+        del inner
+        outer = np.from_dlpack(wrapped)            # export 2 holds `wrapped`
+        del wrapped
+        del outer                                  # export 2's deleter drops export 1
+        print("released")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0 and done.stdout.strip() == "released", done.stderr

@@ -128,7 +128,10 @@ def _export_deleter(exports: dict, lock):
     @_DELETER
     def delete(address):
         with lock:
-            exports.pop(address, None)
+            record = exports.pop(address, None)
+        # dropped here, after the lock: the array it held may wrap another
+        # export, whose deleter runs as it goes and takes the lock again
+        del record
     return _immortal(delete)
 
 
