@@ -85,7 +85,9 @@ _raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_
 # -- export ---------------------------------------------------------------------
 
 _exports: dict = {}          # address of a managed tensor -> what keeps it alive
-_exports_lock = threading.Lock()
+# Re-entrant: a collection that starts while this thread holds it (an export
+# allocating its record) may release a view whose deleter takes it again.
+_exports_lock = threading.RLock()
 
 
 def device_of(array: Array):
