@@ -174,6 +174,26 @@ def test_rejections_also_after_the_signature_is_warm():
     assert out.numpy().tolist() == [3, 3]
 
 
+@tack.kernel
+def advect_rows(pos, dt):
+    for i in range(pos.shape[0]):
+        pos[i, 0] = pos[i, 0] + dt * pos[i, 1]   # pos.shape[1], the row length, is baked
+
+
+def test_a_variant_serves_every_extent_it_does_not_bake(rng):
+    """A particle count that changes every step compiles nothing new; another
+    row length does, and each gets its own right answer."""
+    variants = len(advect_rows._variants)
+    for n, width in [(5, 2), (6, 2), (1, 2), (0, 2), (9, 2), (4, 3), (7, 3), (3, 2)]:
+        host = rng.values(tack.f64, n * width).reshape(n, width)
+        pos = tack.array(host)
+        advect_rows(pos, 0.5)
+        want = host.copy()
+        want[:, 0] = host[:, 0] + 0.5 * host[:, 1]
+        np.testing.assert_array_equal(pos.numpy(), want, err_msg=repr(rng))
+    assert len(advect_rows._variants) == variants + 2   # rows of 2, rows of 3
+
+
 class _Tagged(tack.Array):
     """An Array subclass (no public constructor makes one; __class__ can)."""
     __slots__ = ()

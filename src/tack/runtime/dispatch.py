@@ -44,10 +44,10 @@ def signature(args, shape_params) -> tuple:
     return signature_function(len(args), shape_params)(args)
 
 
-def _scalar_entry(value, shaped: bool = False):
+def _scalar_entry(value, dims: tuple = ()):
     """The signature entry of an argument that is neither an Array nor a float."""
     if isinstance(value, Array):   # a subclass: keyed as an Array is, and by its class
-        return (id(type(value)), value._sig, value._shape if shaped else None)
+        return (id(type(value)), value._sig, tuple(value._shape[d:d + 1] for d in dims))
     # Other objects (device-class instances) enter by the id of their class, so
     # the table never keeps a class alive (see expanding.py).
     return _scalar_kind(value) or id(type(value))
@@ -56,13 +56,18 @@ def _scalar_entry(value, shaped: bool = False):
 @functools.lru_cache(maxsize=None)
 def signature_function(n_args: int, shape_params: frozenset):
     """``key(args)``: the signature of ``n_args`` arguments, written out as
-    straight-line code (it runs on every warm call); None for another count."""
+    straight-line code (it runs on every warm call); None for another count.
+    ``shape_params`` holds the ``(position, dim)`` of each extent a variant
+    bakes in."""
     entries = []
     for k in range(n_args):
-        shaped = k in shape_params
-        array = f"(a{k}._sig, a{k}._shape)" if shaped else f"a{k}._sig"
+        # the extents a variant bakes in, as slices (an array of fewer
+        # dimensions takes the slow path and its error, not an IndexError)
+        dims = tuple(sorted(d for position, d in shape_params if position == k))
+        extents = "".join(f"a{k}._shape[{d}:{d + 1}], " for d in dims)
+        array = f"(a{k}._sig, {extents})" if dims else f"a{k}._sig"
         entries.append(f"{array} if (t := type(a{k})) is Array else "
-                       f"float if t is float else scalar(a{k}, {shaped})")
+                       f"float if t is float else scalar(a{k}, {dims})")
     names = "".join(f"a{k}, " for k in range(n_args))
     lines = ["def key(args):",
              f"    if len(args) != {n_args}:",

@@ -51,7 +51,8 @@ class Template:
 
 class FastPath:
     """Signature -> runner for one debug flag. ``shape_params`` is the union of
-    the shape-baking parameters of every template reached so far; when it grows
+    the baked extents, ``(position, dim)``, of every template reached so far;
+    when it grows
     the table is emptied, since older signatures left those shapes out. ``key``
     computes a call's signature (None for a call with the wrong count, which
     then takes the slow path and its error).
@@ -150,7 +151,9 @@ class Kernel:
         params = [p.name for p in lowered.kernel.params]
         template.ir_key = key
         template.shape_deps = deps
-        template.shape_params = frozenset(k for k, n in enumerate(params) if n in deps)
+        # (position, dim) of each extent a variant bakes in: only those select it
+        template.shape_params = frozenset((k, d) for k, n in enumerate(params)
+                                          if n in deps for d in deps[n])
         template.lowered = lowered
 
     # -- tier 2: variants ----------------------------------------------------------
@@ -174,7 +177,9 @@ class Kernel:
     def _variant_key(self, backend, template, function, specs, mode, epilogue):
         parts = []
         for param, spec in zip(function.params, specs):
-            baked = spec.shape if param.name in template.shape_deps else None
+            dims = template.shape_deps.get(param.name, ())
+            baked = tuple(spec.shape[d] for d in dims if d < len(spec.shape)) if dims \
+                else None
             ndim = len(spec.shape) if spec.is_array else None
             parts.append((spec.dtype, spec.category, ndim, baked))
         # ((target, memory domain), template, what the variant itself depends on):
