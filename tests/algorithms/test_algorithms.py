@@ -247,3 +247,23 @@ def test_scans_and_reductions_refuse_vector_elements(call, name):
                f"(use one array per component)")
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         call(v)
+
+
+def test_new_lengths_reuse_the_compiled_kernels():
+    """Lengths change every step in particle codes: the kernels take the length
+    as an argument, so a new one compiles nothing (len(x) in a loop body would
+    be compiled in)."""
+    from tack.algorithms import reduce_kernels, scan, sort
+    kernels = (reduce_kernels.float_partials, reduce_kernels.min_partials,
+               scan.chunk_totals, scan.chunk_scan, sort.digit_counts, sort.scatter)
+    counts = None
+    for n in (1001, 1002, 1007, 1013):
+        x = tack.arange(n, dtype=tack.f32)
+        keys = tack.arange(n, dtype=tack.i64)
+        assert A.sum(x) == n * (n - 1) / 2 and A.min(x) == 0.0
+        assert A.inclusive_scan(keys).numpy()[-1] == n * (n - 1) // 2
+        np.testing.assert_array_equal(A.radix_sort_pairs(keys, keys)[0].numpy(),
+                                      np.arange(n))
+        now = [len(k._variants) for k in kernels]
+        assert counts is None or now == counts, f"length {n} compiled {now} (was {counts})"
+        counts = now

@@ -41,7 +41,7 @@ def sum(values):
     partial = zeros(chunks_of(x.size), acc, device=x.device)
     if x.size == 0:
         return 0.0 if acc.is_float else 0
-    (float_partials if acc.is_float else int_partials)(x, partial, CHUNK)
+    (float_partials if acc.is_float else int_partials)(x, partial, CHUNK, x.size)
     if not acc.is_float:
         return int(partial.numpy().sum(dtype=acc.numpy))  # wraps like the kernels
     return combine_sum(partial)
@@ -52,7 +52,7 @@ def _extreme(name, values, partials_kernel, combine):
     if x.size == 0:
         raise ValueError(f"{name} reduction requires a nonempty array")
     partial = empty(chunks_of(x.size), x.dtype, device=x.device)
-    partials_kernel(x, partial, CHUNK)
+    partials_kernel(x, partial, CHUNK, x.size)
     parts = partial.numpy()
     if x.dtype.is_float and (parts != parts).any():
         return float("nan")

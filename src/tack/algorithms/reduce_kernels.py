@@ -2,7 +2,8 @@
 
 They live apart from the public functions because a kernel resolves ``min``
 and ``max`` through its module's globals, where the public ``min``/``max``
-would shadow the builtins.
+would shadow the builtins. The length comes in as ``n``, a scalar: ``len(x)``
+in a loop body would be compiled in, one variant per length.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from ..runtime.kernel import library_kernel
 
 
 @library_kernel
-def float_partials(x, partial, chunk):
+def float_partials(x, partial, chunk, n):
     for c in range(len(partial)):
         lo = c * chunk
-        hi = min(lo + chunk, len(x))
+        hi = min(lo + chunk, n)
         s0 = T.f64(0)
         s1 = T.f64(0)
         s2 = T.f64(0)
@@ -42,10 +43,10 @@ def float_partials(x, partial, chunk):
 
 
 @library_kernel
-def int_partials(x, partial, chunk):
+def int_partials(x, partial, chunk, n):
     for c in range(len(partial)):
         lo = c * chunk
-        hi = min(lo + chunk, len(x))
+        hi = min(lo + chunk, n)
         s = partial[c]
         for i in range(lo, hi):
             s += x[i]
@@ -63,10 +64,10 @@ def combine_sum(partial) -> float:
 
 
 @library_kernel
-def min_partials(x, partial, chunk):
+def min_partials(x, partial, chunk, n):
     for c in range(len(partial)):
         lo = c * chunk
-        hi = min(lo + chunk, len(x))
+        hi = min(lo + chunk, n)
         m = x[lo]
         for i in range(lo + 1, hi):
             v = x[i]
@@ -75,10 +76,10 @@ def min_partials(x, partial, chunk):
 
 
 @library_kernel
-def max_partials(x, partial, chunk):
+def max_partials(x, partial, chunk, n):
     for c in range(len(partial)):
         lo = c * chunk
-        hi = min(lo + chunk, len(x))
+        hi = min(lo + chunk, n)
         m = x[lo]
         for i in range(lo + 1, hi):
             v = x[i]

@@ -3,6 +3,7 @@
 1. each chunk's total; 2. an exclusive scan of the totals (one iteration);
 3. each chunk scanned from its offset. Integers wrap like kernel arithmetic;
 floats add in a fixed order (within a chunk, then across chunks), from -0.0.
+The length is a scalar argument, ``n``: one variant serves every length.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from .common import (CHUNK, chunks_of, require_1d, require_array, require_writab
 
 
 @library_kernel
-def chunk_totals(x, totals, chunk, zero):
+def chunk_totals(x, totals, chunk, zero, n):
     for c in range(len(totals)):
         lo = c * chunk
-        hi = min(lo + chunk, len(x))
+        hi = min(lo + chunk, n)
         s = zero
         for i in range(lo, hi):
             s += x[i]
@@ -37,10 +38,10 @@ def scan_totals(totals, zero):
 
 
 @library_kernel
-def chunk_scan(x, out, offsets, chunk, inclusive, empty_sum):
+def chunk_scan(x, out, offsets, chunk, inclusive, empty_sum, n):
     for c in range(len(offsets)):
         lo = c * chunk
-        hi = min(lo + chunk, len(x))
+        hi = min(lo + chunk, n)
         running = offsets[c]
         for i in range(lo, hi):
             v = x[i]
@@ -73,9 +74,9 @@ def _scan(name: str, values, out, inclusive: int):
     # scan's first element, the sum of no values, is +0.0.
     kind = values.dtype.numpy
     zero = kind.type(-0.0 if values.dtype.is_float else 0)
-    chunk_totals(values, totals, CHUNK, zero)
+    chunk_totals(values, totals, CHUNK, zero, values.size)
     scan_totals(totals, zero)
-    chunk_scan(values, out, totals, CHUNK, inclusive, kind.type(0))
+    chunk_scan(values, out, totals, CHUNK, inclusive, kind.type(0), values.size)
     return out
 
 

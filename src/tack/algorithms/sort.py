@@ -21,12 +21,12 @@ RADIX = 256
 
 
 @library_kernel
-def digit_counts(keys, counts, chunk, shift, flip):
+def digit_counts(keys, counts, chunk, shift, flip, n):
     for c in range(counts.shape[0]):
         for b in range(256):
             counts[c, b] = 0
         lo = c * chunk
-        hi = min(lo + chunk, len(keys))
+        hi = min(lo + chunk, n)
         for i in range(lo, hi):
             d = ((keys[i] >> shift) & 255) ^ flip
             counts[c, d] += 1
@@ -51,10 +51,10 @@ def digit_offsets(counts, n, flag) -> int:
 
 
 @library_kernel
-def scatter(keys, values, keys_out, values_out, offsets, chunk, shift, flip):
+def scatter(keys, values, keys_out, values_out, offsets, chunk, shift, flip, n):
     for c in range(offsets.shape[0]):
         lo = c * chunk
-        hi = min(lo + chunk, len(keys))
+        hi = min(lo + chunk, n)
         for i in range(lo, hi):
             k = keys[i]
             d = ((k >> shift) & 255) ^ flip
@@ -92,10 +92,10 @@ def radix_sort_pairs(keys, values):
     bits = keys.dtype.bits
     for shift in range(0, bits, 8):
         flip = 128 if keys.dtype.is_signed and shift == bits - 8 else 0
-        digit_counts(src_k, counts, CHUNK, shift, flip)
+        digit_counts(src_k, counts, CHUNK, shift, flip, n)
         if digit_offsets(counts, n, flag):
             continue  # every key has the same digit: the order is unchanged
-        scatter(src_k, src_v, dst_k, dst_v, counts, CHUNK, shift, flip)
+        scatter(src_k, src_v, dst_k, dst_v, counts, CHUNK, shift, flip, n)
         src_k, dst_k = dst_k, src_k
         src_v, dst_v = dst_v, src_v
     return src_k, src_v
