@@ -210,6 +210,7 @@ class _Requests:
             return persistent and buffer.nbytes < transport.PERSISTENT
         self.recv_init = [comm.Recv_init(b, p, tag) if small(b) else None for b, p in recvs]
         self.send_init = [comm.Send_init(b, p, tag) if small(b) else None for b, p in sends]
+        world.hold(self)   # freed with the world, or when collected (__del__)
         self.recv_made, self.recv_posts, self.recv_told = self._split(self.recv_init,
                                                                       recvs, 0)
         self.send_made, self.send_posts, self.send_told = self._split(self.send_init,
@@ -269,6 +270,17 @@ class _Requests:
         else:
             wait_all(self.pending)
             wait_all(self.sent)
+
+    def __del__(self):
+        """A plan dropped without ``free()``: its requests go with it (not at
+        exit, after MPI has finalized)."""
+        try:
+            from mpi4py import MPI
+            if MPI.Is_finalized():
+                return
+        except ImportError:   # a stand-in communicator (tests)
+            pass
+        self.free()
 
     def free(self) -> None:
         for request in self.recv_init + self.send_init:

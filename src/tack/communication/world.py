@@ -37,6 +37,7 @@ messages, agreed the same way on every rank, use.
 
 from __future__ import annotations
 
+import weakref
 import zlib
 
 import numpy as np
@@ -120,6 +121,9 @@ class World:
         self._posted = []          # speculative messages: (kind, peer, tag, nbytes)
         self._requests = []        # and their requests
         self.cache = {}          # per-world state of the calls (header caches, staging)
+        # holders of persistent requests on the communicator (plans' states):
+        # MPI frees a communicator only once its requests are freed
+        self._holders = weakref.WeakSet()
         self._codes = {}
         self._tails = {}
         if self._comm is not None:   # one transport for every rank
@@ -138,6 +142,8 @@ class World:
         if self._freed:
             return
         self._freed = True
+        for holder in list(self._holders):
+            holder.free()
         for state in list(self.cache.values()):
             if hasattr(state, "free"):
                 state.free()
@@ -148,6 +154,11 @@ class World:
         if self._comm is not None and hasattr(self._comm, "Free"):
             self._comm.Free()
         self._comm = None
+
+    def hold(self, holder) -> None:
+        """Note ``holder`` (with ``free()``) as holding persistent requests on
+        the communicator: :meth:`free` frees them first."""
+        self._holders.add(holder)
 
     def __enter__(self) -> "World":
         return self
