@@ -198,5 +198,23 @@ def test_self_send_reads_before_writing(comm, rng):
     world.free()
 
 
+
+def test_world_free_releases_the_communicator_of_plans_left_unfreed(comm, rng):
+    """MPI frees a communicator only once its persistent requests are freed:
+    world.free() frees those of the plans made on it (kept alive here, never
+    freed), else MPI runs out of communicators (MPICH: about 2046 worlds)."""
+    index = np.arange(4)
+    plans = []
+    for _ in range(2100):
+        world = tack.World(comm)
+        blocks = tack.Blocks(["cpu"], world)
+        plan = tack.Plan(blocks, {g: {(g + 1) % blocks.count: index} for g in blocks.local},
+                         {g: {(g - 1) % blocks.count: index + 8} for g in blocks.local})
+        field = {g: tack.ones(16) for g in blocks.local}
+        plan.run(field)
+        plan.run(field)   # the second run uses the persistent requests
+        plans.append(plan)
+        world.free()
+
 if __name__ == "__main__":
     main(globals())
