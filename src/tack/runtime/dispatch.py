@@ -21,7 +21,8 @@ from ..ir.statements import Store
 from ..ir.traversal import walk
 from .array import Array
 from .host_eval import extent_evaluator
-from .launcher import PackBuffers, compile_runner, fused_head, generate, pack_format
+from .launcher import (PackBuffers, compile_runner, fused_head, generate, pack_format,
+                       rows_stream)
 from .print_buffer import printing_launch
 
 
@@ -172,7 +173,10 @@ def variant_mode(backend, fn, args, specs) -> int:
     positions = {p.name: k for k, p in enumerate(fn.params)}
     written = write_only_params(fn)
     size = sum(args[positions[name]].nbytes for name in written)
-    return STREAMING if written and size >= backend.streaming_bytes else DISJOINT
+    extents = fn.parallel_for.extents
+    rows = len(extents) == 1 or rows_stream(extent_evaluator(extents[-1], positions)(args),
+                                            *(args[positions[name]] for name in written))
+    return STREAMING if written and size >= backend.streaming_bytes and rows else DISJOINT
 
 
 class Variant:
