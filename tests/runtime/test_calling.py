@@ -237,6 +237,35 @@ def test_concurrent_calls_use_their_own_arguments():
     assert [o[0] for o in outs] == [k * 1000 + 49 for k in range(4)]
 
 
+@tack.kernel
+def scaled_first(a, scale) -> float:
+    for i in range(len(a)):
+        a[i] = a[i] + 0.0
+    return a[0] * scale
+
+
+def test_concurrent_returns_are_each_their_own():
+    """Each thread reads its own result element (made once per thread)."""
+    arrays = [tack.full(3, float(k + 1), tack.f64) for k in range(4)]
+    errors = []
+
+    def worker(k):
+        try:
+            for round_ in range(200):
+                got = scaled_first(arrays[k], float(round_))
+                if got != (k + 1) * round_:
+                    errors.append((k, round_, got))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+
+
 # -- the return epilogue's own stores and atomics are checked too ------------------
 
 @tack.func

@@ -9,6 +9,7 @@ same signature goes straight to ``Bound.run``: no IR work, no key derivation.
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -263,7 +264,7 @@ class Bound:
 class ResultReader:
     """Runs a kernel's return epilogue and reads the hidden result element."""
 
-    __slots__ = ("inner", "device", "dtype", "kind", "count", "shape")
+    __slots__ = ("inner", "device", "dtype", "kind", "count", "shape", "results")
 
     def __init__(self, kernel, device, specs, template):
         lowered = template.lowered
@@ -274,6 +275,7 @@ class ResultReader:
         self.device = device
         self.kind = lowered.result_kind
         self.shape = T.element_shape(lowered.result_type)
+        self.results = _Results(self.count, self.dtype, device)
 
     def check_writable(self, args) -> None:
         """``check_writable`` for the epilogue's own stores and atomics, on the
@@ -285,15 +287,31 @@ class ResultReader:
         check_writable(inner.kernel.name, inner.program(mode).variant, fn.params, full)
 
     def __call__(self, args):
-        from .creation import empty
-        result = empty(self.count, self.dtype, device=self.device)
+        results = self.results
+        result = results.array   # this thread's: read before the next call writes it
         self.inner.run(tuple(args) + (result,))
         if self.kind == "array":
             return result.numpy().reshape(self.shape)
-        value = result[0]
+        view = results.view
+        value = view[0].item() if view is not None else result[0]
         if self.kind == "bool":
             return bool(value)
         return float(value) if self.kind == "float" else int(value)
+
+
+class _Results(threading.local):
+    """A return epilogue's result array, one per thread, made once; ``view``:
+    a NumPy view of it where its memory is the host's (a CPU device), which
+    reads the value without a copy (a launch there has finished when it
+    returns)."""
+
+    def __init__(self, count: int, dtype, device):
+        from .creation import empty
+        self.array = empty(count, dtype, device=device)
+        buffer = self.array._buffer
+        self.view = (buffer.host_view()[:self.array.nbytes].view(dtype.numpy)
+                     if device.backend.memory_domain == "host" and
+                     hasattr(buffer, "host_view") else None)
 
 
 def check_writable(kernel_name, variant, params, args) -> None:
