@@ -194,6 +194,28 @@ def test_a_variant_serves_every_extent_it_does_not_bake(rng):
     assert len(advect_rows._variants) == variants + 2   # rows of 2, rows of 3
 
 
+@tack.kernel
+def add_thirteen(out, a, b, c, d, e, f, g, h, i, j, k, m):
+    for n in range(len(out)):
+        out[n] = a[n] + b[n] + c[n] + d[n] + e[n] + f[n] + g[n] + h[n] + i[n] + j[n] + \
+            k[n] + m[n]
+
+
+def test_many_arrays_are_told_apart_by_their_sorted_ranges(rng):
+    """Past a dozen arrays the overlap test sorts their byte ranges: an out
+    that is also an input (or overlaps one) takes the aliased variant."""
+    modes = lambda: {key[2][2] for key in add_thirteen._variants}  # noqa: E731
+    inputs = [tack.array(rng.values(tack.f64, 8)) for _ in range(12)]
+    want = sum(x.numpy() for x in inputs)
+    out = tack.zeros(8, tack.f64)
+    add_thirteen(out, *inputs)
+    np.testing.assert_allclose(out.numpy(), want, err_msg=repr(rng))
+    assert modes() == {1}                               # disjoint
+    add_thirteen(inputs[5], *inputs)                    # out is an input: aliased
+    np.testing.assert_allclose(inputs[5].numpy(), want, err_msg=repr(rng))
+    assert 0 in modes()
+
+
 class _Tagged(tack.Array):
     """An Array subclass (no public constructor makes one; __class__ can)."""
     __slots__ = ()

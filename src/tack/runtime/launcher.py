@@ -37,13 +37,33 @@ class PackBuffers(threading.local):
         self.address = ctypes.addressof(self.buffer)
 
 
+# Up to this many arrays the overlap test compares every pair inline; more
+# sort their byte ranges (24 arrays were 276 comparisons a call, 7.2 us a
+# launch, 4.9 us sorted; 8 arrays compare faster inline, 1.6 us against 2.7).
+PAIRWISE_ARRAYS = 12
+
+
 def _overlap_test(array_positions) -> str:
+    if len(array_positions) > PAIRWISE_ARRAYS:
+        return f"disjoint(({''.join(f'a{k}, ' for k in array_positions)}))"
     pairs = [(i, j) for n, i in enumerate(array_positions)
              for j in array_positions[n + 1:]]
     if not pairs:
         return "True"
     return " and ".join(f"(a{i}._hi <= a{j}._lo or a{j}._hi <= a{i}._lo)"
                         for i, j in pairs)
+
+
+def disjoint(arrays) -> bool:
+    """Whether no two of ``arrays`` share a byte: their ranges, sorted, each
+    end where the next begins or before (the pairwise test's answer)."""
+    spans = sorted([(a._lo, a._hi) for a in arrays])
+    end = spans[0][1]
+    for lo, hi in spans[1:]:
+        if lo < end:
+            return False
+        end = hi
+    return True
 
 
 def rows_stream(row: int, *arrays) -> bool:
@@ -123,11 +143,11 @@ def fused_head(n_args: int, array_positions, extents, positions, disjoint_ok: bo
     if test not in ("True", "False"):
         lines += [f"    if {'not ' if mode else ''}({test}):",
                   "        return other(args)"]
-    return lines, dict(HELPERS, other=other)
+    return lines, dict(HELPERS, other=other, disjoint=disjoint)
 
 
 def compile_runner(source: str, programs, program, result):
-    scope = dict(HELPERS, rows_stream=rows_stream)
+    scope = dict(HELPERS, rows_stream=rows_stream, disjoint=disjoint)
     scope.update(programs=programs, program=program, result=result)
     exec(compile(source, "<tack launcher>", "exec"), scope)
     return scope["run"]
