@@ -237,17 +237,18 @@ def test_arrays_of_a_subclass_are_checked_on_warm_calls_too():
 
 # -- concurrency ----------------------------------------------------------------------------------
 
-def test_concurrent_calls_use_their_own_arguments():
-    outs = [tack.zeros(1000, tack.i64) for _ in range(4)]
+def _on_four_threads(step, rounds: int) -> list:
+    """``step(k, round_)`` for each round on each of four threads at once: the
+    problems it returns (None for none) and the exceptions it raises."""
     errors = []
 
     def worker(k):
         try:
-            for round_ in range(50):
-                store(outs[k], k * 1000 + round_)
-                if outs[k].min() != outs[k].max() or outs[k][0] != k * 1000 + round_:
-                    errors.append((k, round_, outs[k][0]))
-        except Exception as exc:  # reported below
+            for round_ in range(rounds):
+                problem = step(k, round_)
+                if problem is not None:
+                    errors.append(problem)
+        except Exception as exc:  # reported by the caller
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
@@ -255,7 +256,18 @@ def test_concurrent_calls_use_their_own_arguments():
         t.start()
     for t in threads:
         t.join(60)
-    assert errors == []
+    return errors
+
+
+def test_concurrent_calls_use_their_own_arguments():
+    outs = [tack.zeros(1000, tack.i64) for _ in range(4)]
+
+    def step(k, round_):
+        store(outs[k], k * 1000 + round_)
+        if outs[k].min() != outs[k].max() or outs[k][0] != k * 1000 + round_:
+            return (k, round_, outs[k][0])
+        return None
+    assert _on_four_threads(step, 50) == []
     assert [o[0] for o in outs] == [k * 1000 + 49 for k in range(4)]
 
 
@@ -269,23 +281,11 @@ def scaled_first(a, scale) -> float:
 def test_concurrent_returns_are_each_their_own():
     """Each thread reads its own result element (made once per thread)."""
     arrays = [tack.full(3, float(k + 1), tack.f64) for k in range(4)]
-    errors = []
 
-    def worker(k):
-        try:
-            for round_ in range(200):
-                got = scaled_first(arrays[k], float(round_))
-                if got != (k + 1) * round_:
-                    errors.append((k, round_, got))
-        except Exception as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert errors == []
+    def step(k, round_):
+        got = scaled_first(arrays[k], float(round_))
+        return None if got == (k + 1) * round_ else (k, round_, got)
+    assert _on_four_threads(step, 200) == []
 
 
 # -- the return epilogue's own stores and atomics are checked too ------------------
