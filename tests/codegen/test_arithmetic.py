@@ -369,6 +369,31 @@ def test_float_to_int_casts_saturate(dtype, rng):
 
 
 @tack.kernel
+def converted(x, out):
+    for i in range(len(x)):
+        out[i] = x[i]
+
+
+@pytest.mark.parametrize("src", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+@pytest.mark.parametrize("dst", INT_TYPES, ids=ids(INT_TYPES))
+def test_float_to_int_conversions_saturate_at_every_types_ends(src, dst, rng):
+    """Every pair, with each integer type's ends and their neighbours, inside
+    vectorized loops (the CPU writes the conversion as compares and selects)."""
+    info = np.iinfo(dst.numpy)
+    ends = [float(info.min), float(info.max), float(info.max) + 1.0,
+            float(np.nextafter(src.numpy.type(2.0 ** (dst.bits - dst.is_signed)),
+                               src.numpy.type(0)))]
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.99, -0.99, -1.0] + ends + \
+        [e * s for e in ends for s in (0.999, 1.001)]
+    values = np.concatenate([np.array(specials), rng.values(tack.f64, 1000) *
+                             10.0 ** rng.gen.integers(0, 20, 1000)]).astype(src.numpy)
+    out = zeros(len(values), dst)
+    converted(tack.asarray(values), out)
+    want = np.array([saturate(v, dst) for v in values.tolist()], dtype=dst.numpy)
+    check(out, want, f"{src} -> {dst}", rng, len(values))
+
+
+@tack.kernel
 def int_casts(x, o_i8, o_u8, o_i16, o_u16, o_i32, o_u32, o_i64, o_u64, o_f32, o_f64):
     for i in range(len(x)):
         o_i8[i] = tack.i8(x[i])

@@ -291,10 +291,7 @@ def convert(em, v: ir.Value, src, dst) -> ir.Value:
     if src.is_float and dst.is_float:
         return b.fpext(v, target) if dst.bits > src.bits else b.fptrunc(v, target)
     if src.is_float:
-        name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
-        suffix = f".i{dst.bits}.f{src.bits}"
-        fn = em.external(name + suffix, ir.FunctionType(target, [v.type]))
-        return b.call(fn, [v])
+        return _saturating_int(b, v, dst, target)
     if dst.is_float:
         return b.sitofp(v, target) if src.is_signed else b.uitofp(v, target)
     if dst.bits < src.bits:
@@ -302,6 +299,24 @@ def convert(em, v: ir.Value, src, dst) -> ir.Value:
     if dst.bits > src.bits:
         return b.sext(v, target) if src.is_signed else b.zext(v, target)
     return v
+
+
+def _saturating_int(b, v: ir.Value, dst, target) -> ir.Value:
+    """``v`` truncated toward zero to the integer type ``dst``, saturating at its
+    ends, NaN giving 0: what ``llvm.fptosi.sat`` computes, written as compares
+    and selects around a plain conversion, which x86 vectorizes (the
+    intrinsic's vector form was one scalar conversion per element, 2-3 times
+    as long as Numba's ``int(x)``). The ends are powers of two, exact in f32."""
+    lowest = -(1 << (dst.bits - 1)) if dst.is_signed else 0
+    past = 1 << (dst.bits - 1 if dst.is_signed else dst.bits)   # first value too large
+    low, high = ir.Constant(v.type, float(lowest)), ir.Constant(v.type, float(past))
+    too_large = b.fcmp_ordered(">=", v, high)
+    unusable = b.or_(too_large, b.fcmp_unordered("uno", v, v))   # NaN or too large
+    safe = b.select(b.fcmp_ordered("<", v, low), low,
+                    b.select(unusable, ir.Constant(v.type, 0.0), v))
+    whole = b.fptosi(safe, target) if dst.is_signed else b.fptoui(safe, target)
+    largest = ir.Constant(target, past - 1)
+    return b.select(too_large, largest, whole)
 
 
 # -- math -----------------------------------------------------------------------
