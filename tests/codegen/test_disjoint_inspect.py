@@ -94,6 +94,22 @@ def test_optimized_f64_is_vectorized():
     assert widths and max(widths) >= 4, body
 
 
+@tack.kernel
+def scale4(a, out):
+    for i, j, k, l in tack.ndindex(a.shape[0], a.shape[1], a.shape[2], a.shape[3]):
+        out[i, j, k, l] = 2.0 * a[i, j, k, l] + 1.0
+
+
+def test_a_4d_loop_vectorizes_its_last_dimension():
+    """Only the leading dimensions are flattened: the innermost loop has no
+    division and vectorizes (with the last extent 63 it was one // and % per
+    index per element, 7.8 times Numba's time)."""
+    shape = (3, 4, 5, 63)
+    args = (tack.zeros(shape, device="cpu"), tack.zeros(shape, device="cpu"))
+    text = tack.inspect(scale4, *args, mode="optimized")
+    assert "vector.body" in text
+
+
 def test_ir_mode_for_saxpy():
     x, y, out = _arrays()
     assert tack.inspect(saxpy, 2.0, x, y, out, mode="ir") == (

@@ -1,11 +1,13 @@
 """Issue #8: ``tack.ndindex`` with 4 and 5 dimensions (docs/language.md, "The parallel
-loop": one loop over the product, indices recovered with ``//`` and ``%``).
+loop": the leading dimensions one loop over their product, their indices recovered
+with ``//`` and ``%``, the last two loops of their own).
 
 Checked against NumPy on random extents, including zero and one extents, with
 bounds from ``a.shape[k]``, scalar parameters and expressions, and a kernel
 return after a 4-D loop.
 """
 
+import itertools
 import re
 
 import numpy as np
@@ -111,3 +113,19 @@ def test_four_extents_into_three_names_is_rejected():
     with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}(\n|$)"):
         e_four_into_three(a)
     np.testing.assert_array_equal(a.numpy(), np.zeros(4, np.float32))
+
+
+@tack.kernel
+def counted4(counter, n0, n1, n2, n3):
+    for i, j, k, l in tack.ndindex(n0, n1, n2, n3):
+        tack.atomic_add(counter, 0, 1)
+
+
+@pytest.mark.parametrize("extents", [(-2, -3, 1, 1), (-2, -3, -1, -1), (2, -3, 4, 5),
+                                     (2, 3, -4, -5), (2, 3, 4, 5)], ids=str)
+def test_negative_extents_count_as_zero_as_in_python(extents):
+    """Two negative extents must not multiply to a positive count."""
+    counter = tack.zeros(1, tack.i64)
+    counted4(counter, *extents)
+    want = len(list(itertools.product(*(range(e) for e in extents))))
+    assert counter[0] == want

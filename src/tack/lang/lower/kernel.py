@@ -208,22 +208,28 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         return self.flattened_space(names, extents, scope.span(node))
 
     def flattened_space(self, names, extents, span):
-        """Four or more dimensions: one loop over the product of the extents, each
-        index recovered with ``//`` and ``%`` (the last dimension fastest)."""
+        """Four or more dimensions: the leading ones become one loop over the
+        product of their extents, each index recovered with ``//`` and ``%``;
+        the last two stay loops of their own, so the innermost one vectorizes
+        and the divisions run once per row, not per element. An extent below
+        zero counts as zero, as in Python (two negative ones must not multiply
+        to a positive count)."""
         idx = self.names.fresh("flat_idx")
-        total = extents[0]
-        for e in extents[1:]:
-            total = E.Mul(total, e, span=span)
+        leading, lead_extents = names[:-2], extents[:-2]
+        zero = E.Const(0, span=span)
+        total = E.Max(lead_extents[0], zero, span=span)
+        for e in lead_extents[1:]:
+            total = E.Mul(total, E.Max(e, zero, span=span), span=span)
         prefix = []
         rest = E.Name(idx, span=span)
-        for name, extent in zip(reversed(names[1:]), reversed(extents[1:])):
+        for name, extent in zip(reversed(leading[1:]), reversed(lead_extents[1:])):
             prefix.append(S.Assign(name, E.Mod(rest, extent, span=span), span=span))
             quotient = self.names.fresh("flat_rest")
             prefix.append(S.Assign(quotient, E.FloorDiv(rest, extent, span=span),
                                    span=span))
             rest = E.Name(quotient, span=span)
-        prefix.append(S.Assign(names[0], rest, span=span))
-        return (idx,), (total,), tuple(prefix)
+        prefix.append(S.Assign(leading[0], rest, span=span))
+        return (idx,) + tuple(names[-2:]), (total,) + tuple(extents[-2:]), tuple(prefix)
 
     def host_extent(self, expr, at_loop, node) -> E.Expr:
         """The loop extent over parameters only, for evaluation on the host
