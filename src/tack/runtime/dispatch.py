@@ -22,8 +22,8 @@ from ..ir.statements import Store
 from ..ir.traversal import walk
 from .array import Array
 from .host_eval import extent_evaluator
-from .launcher import (PackBuffers, compile_runner, fused_head, generate, pack_format,
-                       rows_stream)
+from .launcher import (PackBuffers, compile_runner, disjoint, fused_head, generate,
+                       pack_format, rows_stream)
 from .print_buffer import printing_launch
 
 
@@ -134,16 +134,6 @@ def call_specs(kernel_name: str, fn, args) -> tuple:
     return specs, extents
 
 
-def arrays_disjoint(arrays) -> bool:
-    """True when no two distinct array arguments share a byte of storage."""
-    for i in range(len(arrays)):
-        a = arrays[i]
-        for b in arrays[i + 1:]:
-            if a._lo < b._hi and b._lo < a._hi:
-                return False
-    return True
-
-
 def atomic_params(fn) -> frozenset:
     return frozenset(node.array for stmt in fn.body for node in walk(stmt)
                      if isinstance(node, E.Atomic))
@@ -167,7 +157,7 @@ def variant_mode(backend, fn, args, specs) -> int:
     """The mode a call of ``fn`` with ``args`` takes: what the generated runner
     computes (``launcher._mode``), for inspection."""
     arrays = [a for a, s in zip(args, specs) if s.is_array]
-    if not (backend.specialize_disjoint and arrays_disjoint(arrays)):
+    if not (backend.specialize_disjoint and disjoint(arrays)):
         return ALIASED
     if not backend.supports_streaming:
         return DISJOINT
@@ -345,6 +335,6 @@ def check_extent_types(kernel_name, template, specs) -> None:
 
 __all__ = ["signature", "signature_function", "placement", "classify", "call_specs", "Bound",
            "Variant", "ResultReader",
-           "arrays_disjoint", "check_writable", "check_extent_types",
+           "check_writable", "check_extent_types",
            "write_only_params", "ALIASED", "DISJOINT", "STREAMING",
            "extent_evaluator"]

@@ -56,9 +56,11 @@ def _overlap_test(array_positions) -> str:
 
 def disjoint(arrays) -> bool:
     """Whether no two of ``arrays`` share a byte: their ranges, sorted, each
-    end where the next begins or before (the pairwise test's answer)."""
+    end where the next begins or before (the pairwise test's answer). The
+    generated runners call it past ``PAIRWISE_ARRAYS`` arrays, and
+    ``dispatch.variant_mode`` for any number."""
     spans = sorted([(a._lo, a._hi) for a in arrays])
-    end = spans[0][1]
+    end = spans[0][1] if spans else 0
     for lo, hi in spans[1:]:
         if lo < end:
             return False
@@ -77,7 +79,7 @@ def rows_stream(row: int, *arrays) -> bool:
     pay."""
     for a in arrays:
         size = row * a._dtype.itemsize
-        whole = size % 64 == 0 and a._shape[-1] == row and a._lo % 64 == 0
+        whole = size % 64 == 0 and a._shape[-1:] == (row,) and a._lo % 64 == 0
         if not (whole or size >= 4096):
             return False
     return True
