@@ -19,7 +19,7 @@ from ...ir.passes.annotate import annotate_types
 from ...ir.verify import verify
 from ..backend import Backend
 from ..dispatch import write_only_params
-from . import fastcall, jit
+from . import fanout, fastcall, jit
 from . import native_pool
 from .pool import PythonPool
 
@@ -28,13 +28,6 @@ PAGE = 4096
 STAGGER_FROM = 1 << 16       # bytes: larger host buffers start at staggered page offsets
 STAGGER_STEP = 17 * ALIGNMENT   # 17 is prime to 64: every 64-byte offset of a page, in turn
 _staggers = itertools.count()
-# The threading decision (docs/pipeline.md, "Threading"): a launch fans out
-# when its predicted serial time, work units (flops + bytes/4 per iteration,
-# from the cost model, times iterations) at SECONDS_PER_WORK each, exceeds the
-# pool's measured fan-out cost times FANOUT_FACTOR times TACK_CPU_MARGIN.
-SECONDS_PER_WORK = 0.25e-9
-FANOUT_FACTOR = 2.0
-MIN_FANOUT_SECONDS = 1e-6   # no pool wakes and joins its threads faster than this
 # A disjoint launch whose write-only arrays hold at least this many bytes
 # stores into them around the caches (streaming.py; TACK_CPU_STREAM_BYTES).
 # On this project's VM a 5-point stencil lost 20-50% streaming 4-36 MiB
@@ -170,10 +163,15 @@ class CPUBackend(Backend):
         return self._pool
 
     def fanout_work(self) -> float:
-        """Work units below which a launch stays on the calling thread."""
+        """Work units below which the cost model keeps a launch on the calling
+        thread (``fanout.bound`` of the pool's measured fan-out)."""
         if self._fanout_work is None:
-            seconds = max(self.pool.fanout_seconds(), MIN_FANOUT_SECONDS)
-            self._fanout_work = self._fanout_bound(seconds)
+            seconds = max(self.pool.fanout_seconds(), fanout.MIN_FANOUT_SECONDS)
+            self._fanout_work = fanout.bound(seconds, self.margin)
+        return self._fanout_work
+
+    def known_fanout_work(self):
+        """``fanout_work()`` if the pool has been measured, else None."""
         return self._fanout_work
 
     def _make_pool(self):
@@ -228,43 +226,14 @@ class CPUBackend(Backend):
 
     # -- running ------------------------------------------------------------------
     def launcher(self, program: CPUProgram):
-        """``launch(pack_address, rows, total)``: run ``rows`` rows of dimension 0
-        (``total`` iterations in all) serially or over the pool."""
-        entry = program.entry
-        if self.num_threads == 1:
-            return lambda address, rows, total: entry(address, 0, rows)
-        work = program.cost.flops + program.cost.bytes / 4.0 + 1.0
-        target = program.address if self.pool_kind == "native" else entry
-        backend = self
-        # Until a launch is big enough to be worth measuring the pool, the bound
-        # is what no fan-out can beat (MIN_FANOUT_SECONDS): small programs never
-        # make the pool at all.
-        serial_below = [self._fanout_bound(MIN_FANOUT_SECONDS) / work]
-        if self._fanout_work is not None:
-            serial_below[0] = self._fanout_work / work
-        fan = []   # (pool.run, job, what keeps the job alive), from the first fan-out on
-
-        def launch(address, rows, total):
-            if total < serial_below[0] or rows < 2:
-                entry(address, 0, rows)
-                return
-            if not fan:
-                serial_below[0] = backend.fanout_work() / work
-                fan.extend(backend.fan_out(target))
-                if total < serial_below[0]:
-                    entry(address, 0, rows)
-                    return
-            fan[0](fan[1], address, rows)
-        return launch
+        """``launch(pack_address, rows, total)``: see ``fanout.make_launcher``."""
+        return fanout.make_launcher(self, program)
 
     def fan_out(self, target) -> tuple:
         """``(run, job, owner)``: ``run(job, pack_address, rows)`` fans a launch
         of ``target`` out over the pool; ``owner`` keeps ``job`` valid."""
         pool = self.pool
         return (pool.run, *pool.job(target))
-
-    def _fanout_bound(self, seconds: float) -> float:
-        return seconds * FANOUT_FACTOR * self.margin / SECONDS_PER_WORK
 
     def __repr__(self):
         return f"CPUBackend(num_threads={self.num_threads})"
