@@ -161,6 +161,89 @@ def test_float_power_within_two_ulp(dtype, rng):
             f"{e_np[err.argmax()]!r} (n={n} {rng})"
 
 
+LITERAL_EXPONENTS = (3, -3, 4, 5, -7, 12, 16, -16, 17, -2)
+
+
+@tack.kernel
+def literal_powers(a, out):
+    for i in range(len(a)):
+        out[i, 0] = a[i] ** 3
+        out[i, 1] = a[i] ** -3
+        out[i, 2] = a[i] ** 4
+        out[i, 3] = a[i] ** 5.0
+        out[i, 4] = a[i] ** -7
+        out[i, 5] = a[i] ** 12
+        out[i, 6] = a[i] ** 16
+        out[i, 7] = a[i] ** -16.0
+        out[i, 8] = a[i] ** 17      # beyond the multiplied range: pow
+        out[i, 9] = a[i] ** -2
+
+
+def _exact_power(x: float, k: int, dtype) -> float:
+    """``x ** k`` rounded once to ``dtype`` (inf past its range)."""
+    if x == 0 or not math.isfinite(x):
+        with np.errstate(all="ignore"):
+            return np.power(np.float64(x), float(k)).astype(dtype.numpy)
+    from fractions import Fraction
+    with np.errstate(over="ignore"):
+        try:
+            return np.array(float(Fraction(x) ** k)).astype(dtype.numpy)
+        except OverflowError:
+            return np.array(math.copysign(math.inf, x) if k % 2 else math.inf,
+                            dtype=dtype.numpy)
+
+
+def _ulps(got, want, dtype):
+    """Distance in units in the last place, on the ordered integer line."""
+    bits = {4: np.int32, 8: np.int64}[dtype.numpy.itemsize]
+    lines = []
+    for v in (got, want):
+        i = np.asarray(v, dtype=dtype.numpy).view(bits).astype(np.int64)
+        lines.append(np.where(i < 0, np.iinfo(bits).min - i, i))
+    return np.abs(lines[0] - lines[1])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+def test_literal_integer_powers(dtype, rng):
+    # CPU: multiplied out, within one ulp of the exact power (correctly rounded
+    # nearly always); other backends and |k| > 16: pow, within two
+    specials = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 1e-30, -1e30,
+                1e80, 1e-80, 3e-78, 2.0 ** -1074]
+    cpu = tack.get_default_device().type == "cpu"
+    for n in SIZES:
+        a_np = rng.values(dtype, n)
+        a_np[: n // 3] = rng.floats(dtype, n // 3, -3.0, 3.0)
+        with np.errstate(over="ignore"):
+            a_np[: min(n, len(specials))] = np.array(specials[:n]).astype(dtype.numpy)
+        out = zeros((n, len(LITERAL_EXPONENTS)), dtype)
+        literal_powers(tack.asarray(a_np), out)
+        got = out.numpy()
+        for column, k in enumerate(LITERAL_EXPONENTS):
+            want = np.array([_exact_power(float(x), k, dtype) for x in a_np],
+                            dtype=dtype.numpy)
+            finite = np.isfinite(want) & (want != 0)
+            np.testing.assert_array_equal(
+                np.signbit(got[~finite, column]), np.signbit(want[~finite]),
+                err_msg=f"{dtype} ** {k}: signs at {a_np[~finite]} ({rng})")
+            np.testing.assert_array_equal(got[~finite, column], want[~finite],
+                                          err_msg=f"{dtype} ** {k} ({rng})")
+            err = _ulps(got[finite, column], want[finite], dtype)
+            limit = 1 if cpu and abs(k) <= 16 else 2
+            assert err.size == 0 or err.max() <= limit, \
+                f"{dtype} ** {k} off by {err.max()} ulp at {a_np[finite][err.argmax()]!r} " \
+                f"(n={n} {rng})"
+
+
+@pytest.mark.skipif(tack.get_default_device().type != "cpu", reason="LLVM IR: CPU only")
+def test_literal_integer_powers_are_multiplied_out():
+    # pow stayed a libm call per lane: x ** 3 over f32 ran 15 times as long
+    for dtype in FLOAT_TYPES:
+        ir = tack.inspect(literal_powers, zeros(8, dtype), zeros((8, 10), dtype),
+                          mode="optimized")
+        calls = [line for line in ir.splitlines() if "call" in line and "@llvm.pow" in line]
+        assert calls and all("1.700000e+01" in line for line in calls), calls  # a ** 17 only
+
+
 # -- shifts, bit operations, negation --------------------------------------------
 
 @tack.kernel

@@ -12,7 +12,7 @@ from llvmlite import ir
 from ... import types as T
 from ...ir import expressions as E
 from ...ir.registry import Registry
-from . import helpers
+from . import helpers, powers
 from .types import F64, I32, I64, llvm_type
 
 emit = Registry("LLVM code generator")
@@ -132,7 +132,11 @@ def _mod(e, em):
 
 @emit.register(E.Pow)
 def _pow(e, em):
-    lhs, rhs = value(e.lhs, em), value(e.rhs, em)
+    lhs = value(e.lhs, em)
+    k = powers.literal_exponent(e.rhs) if e.dtype.is_float else None
+    if k is not None:
+        return powers.integer_power(em, lhs, k)
+    rhs = value(e.rhs, em)
     if e.dtype.is_float:
         return em.builder.call(em.overloaded("llvm.pow", lhs.type, 2), [lhs, rhs])
     return helpers.call(em, "ipow", e.dtype, lhs, rhs)
