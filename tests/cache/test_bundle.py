@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import warnings
 
@@ -232,3 +233,22 @@ def test_an_untrusted_bundle_is_not_used(what, packed, kernels, seed):
     os.chmod(packed.parent, 0o700)
     assert call_both(kernels, seed) == []
     assert tack.cache.stats()["hits"] == 0
+
+
+def test_pack_raises_when_the_bundle_cannot_be_written(cache_dir, kernels, seed, tools):
+    # Not a warning once per directory, as for an entry: the caller asked for
+    # this file, and a job started "from the bundle" would compile everything.
+    a = tack.array(np.random.default_rng(seed).uniform(-1, 1, 5))
+    kernels.fresh(kernels.affine)(a, tack.zeros(5, dtype=tack.f64))
+    path = os.path.join(cache_dir, f"bundle-{tack.__version__}.tackb")
+    os.mkdir(path)   # what is in the way: a directory (or a read-only cache)
+    for _ in range(2):
+        with pytest.raises(OSError, match=f"Tack's kernel cache could not write {path}"):
+            tack.cache.pack()
+    done = subprocess.run([sys.executable, "-m", "tack.cache", "pack"],
+                          env=tools.child_env(cache_dir), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(
+        f"python -m tack.cache: error: Tack's kernel cache could not write {path}: ")
+    assert sorted(os.listdir(cache_dir)) == sorted([tack.__version__, os.path.basename(path)])

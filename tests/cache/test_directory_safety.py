@@ -175,3 +175,81 @@ def test_a_directory_that_cannot_be_written_warns_once(cache_dir, kernels, seed,
     assert messages == [f"Tack's kernel cache could not write in {folder}: Permission "
                         f"denied (later failed writes there are not reported)"]
     assert tack.cache.stats() == {"hits": 0, "misses": 4, "writes": 0}
+
+
+def _warm(kernels, seed, directory):
+    """Entries written by this user, then forgotten by the process."""
+    tack.cache.configure(directory=directory, mode="write")
+    assert run_twice(kernels, seed) == []
+    tack.cache.configure(directory=directory, mode="read")
+    tack.cache.reset_stats()
+    return os.path.join(directory, tack.__version__)
+
+
+@pytest.mark.parametrize("bits", [stat.S_IWGRP, stat.S_IWOTH], ids=["group", "others"])
+def test_a_version_directory_others_can_write_to_is_refused(bits, tmp_path, kernels,
+                                                            seed):
+    # The root is private, but the entries sit one level down: a loose
+    # version directory lets anyone put code there.
+    directory = tmp_path / "cache"
+    directory.mkdir(mode=0o700)
+    try:
+        inner = _warm(kernels, seed, directory)
+        os.chmod(inner, 0o700 | bits)
+        tack.cache.configure(directory=directory, mode="read")   # checked afresh
+        caught = run_twice(kernels, seed)
+        assert [str(w.message) for w in caught] == [
+            refused(inner, "other users can write to it")]
+        assert tack.cache.stats()["hits"] == 0
+    finally:
+        tack.cache.configure()
+
+
+def test_a_version_directory_that_is_a_symbolic_link_is_refused(tmp_path, kernels, seed):
+    directory = tmp_path / "cache"
+    directory.mkdir(mode=0o700)
+    try:
+        inner = _warm(kernels, seed, directory)
+        moved = tmp_path / "elsewhere"
+        os.rename(inner, moved)
+        os.symlink(moved, inner)
+        tack.cache.configure(directory=directory, mode="read")
+        caught = run_twice(kernels, seed)
+        assert [str(w.message) for w in caught] == [
+            refused(inner, "it is reached through a symbolic link")]
+        assert tack.cache.stats()["hits"] == 0
+    finally:
+        tack.cache.configure()
+
+
+def test_an_entry_file_others_can_write_to_is_ignored(tmp_path, kernels, seed):
+    directory = tmp_path / "cache"
+    directory.mkdir(mode=0o700)
+    try:
+        inner = _warm(kernels, seed, directory)
+        loose = sorted(os.listdir(inner))[0]
+        os.chmod(os.path.join(inner, loose), 0o620)
+        caught = run_twice(kernels, seed)   # results checked against NumPy inside
+        assert [str(w.message) for w in caught] == [
+            f"Tack's kernel cache ignores {os.path.join(inner, loose)}: "
+            "other users can write to it"]
+        assert tack.cache.stats() == {"hits": 3, "misses": 1, "writes": 0}
+    finally:
+        tack.cache.configure()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="giving a file to another user needs root")
+def test_an_entry_file_of_another_user_is_ignored(tmp_path, kernels, seed):
+    directory = tmp_path / "cache"
+    directory.mkdir(mode=0o700)
+    try:
+        inner = _warm(kernels, seed, directory)
+        for name in os.listdir(inner):
+            os.chown(os.path.join(inner, name), 65534, 65534)
+        caught = run_twice(kernels, seed)
+        assert len(caught) == 4 and all(
+            str(w.message).endswith(": it belongs to another user") for w in caught)
+        assert tack.cache.stats()["hits"] == 0
+    finally:
+        tack.cache.configure()

@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import tack
 import tack.cache
@@ -300,3 +301,39 @@ def test_an_import_alias_bound_to_another_function_compiles_again(tmp_path, cach
         np.testing.assert_allclose(result["out"], reference(x), rtol=1e-15,
                                    err_msg=f"{name} seed={seed}")
         assert result["stats"]["hits"] == hits, name
+
+
+class _Unprintable:
+    n = 2.0
+
+    def __repr__(self):
+        raise RuntimeError("repr of a host object")
+
+
+unprintable = _Unprintable()
+
+
+@tack.kernel
+def reads_a_host_object_cached(a, out):
+    for i in range(len(out)):
+        out[i] = a[i] * unprintable.n
+
+
+@tack.kernel
+def reads_a_host_object_uncached(a, out):
+    for i in range(len(out)):
+        out[i] = a[i] * unprintable.n
+
+
+def test_a_host_object_whose_repr_raises_does_not_change_the_error(cache_dir):
+    # The key describes what a kernel names by its repr; a broken repr must
+    # not replace the kernel's own error (kernels cannot read host objects).
+    errors = []
+    for kernel, mode in ((reads_a_host_object_cached, "write"),
+                         (reads_a_host_object_uncached, "off")):
+        tack.cache.configure(directory=cache_dir, mode=mode)
+        with pytest.raises(NameError) as caught:
+            kernel(tack.zeros(3, dtype=tack.f64), tack.zeros(3, dtype=tack.f64))
+        errors.append(str(caught.value).replace("_uncached", "_cached"))
+    assert errors[0] == errors[1]
+    assert "name 'unprintable' is not defined" in errors[0]

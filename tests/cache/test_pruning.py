@@ -219,3 +219,16 @@ def test_a_process_that_keeps_storing_prunes_once_it_passes_the_limit(tmp_path, 
         assert left <= 0.9 * limit, f"seed={seed}"
     finally:
         tack.cache.configure()
+
+
+def test_prune_counts_only_the_files_it_deleted(cache_dir, seed):
+    # A name like an entry's that cannot be deleted (here a directory; a
+    # read-only cache does the same) is neither counted nor subtracted.
+    gen = np.random.default_rng(seed)
+    made = fake_entries(cache_dir, gen, 3)
+    stuck = os.path.join(os.path.dirname(made[0][0]), "b" * 64 + ".ir")
+    os.mkdir(stuck)
+    left = os.path.getsize(stuck)
+    assert tack.cache.prune(max_size=0) == (3, left)
+    assert present(made) == [] and os.path.isdir(stuck)
+    assert tack.cache.describe()["bytes"] == left

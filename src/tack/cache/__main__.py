@@ -24,6 +24,9 @@ def main(argv=None) -> int:
         _run(args)
     except ValueError as exc:   # a bad --max-size or TACK_CACHE* value
         parser.error(str(exc))
+    except OSError as exc:      # pack could not write the bundle
+        print(f"{parser.prog}: error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     return 0
 
 

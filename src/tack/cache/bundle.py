@@ -37,7 +37,9 @@ def is_bundle_name(name: str) -> bool:
 
 
 def pack(directory=None) -> tuple:
-    """Write this Tack version's entries into one bundle; returns (path, count)."""
+    """Write this Tack version's entries into one bundle; returns (path, count).
+    ``OSError`` if the bundle could not be written: unlike an entry's, this
+    write is what the caller asked for."""
     root = os.fspath(directory or S.current().directory)
     version_dir = os.path.join(root, versions()["tack"])
     index, blobs, offset = [], [], 0
@@ -55,7 +57,7 @@ def pack(directory=None) -> tuple:
         offset += len(data)
     header = json.dumps(dict(versions(), index=index), sort_keys=True).encode()
     path = bundle_path(root)
-    store.write_atomic(path, MAGIC + _SIZE.pack(len(header)) + header + b"".join(blobs))
+    store.publish(path, MAGIC + _SIZE.pack(len(header)) + header + b"".join(blobs))
     return path, len(index)
 
 

@@ -73,8 +73,9 @@ class KernelCache:
     def _directory_ok(self, settings: S.Settings) -> bool:
         known = self._usable.get(settings.directory)
         if known is None:
-            known = store.usable_directory(settings.directory,
-                                           create=settings.mode in ("write", "bundle"))
+            known = store.usable_directory(
+                settings.directory, create=settings.mode in ("write", "bundle"),
+                inner=self.version_directory(settings.directory))
             self._usable[settings.directory] = known
         return known
 

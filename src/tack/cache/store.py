@@ -68,14 +68,18 @@ def owner_reason(info: os.stat_result):
     return None
 
 
-def usable_directory(path: str, create: bool) -> bool:
-    """True when ``path`` may hold executable cache entries (see module doc)."""
+def usable_directory(path: str, create: bool, inner: str = None) -> bool:
+    """True when ``path``, and ``inner`` below it if it exists (the version
+    directory that holds the entries), may hold executable cache entries
+    (see module doc)."""
     try:
         if not os.path.isdir(path):
             if not create:
                 return False
             os.makedirs(path, mode=0o700, exist_ok=True)
         reason = unsafe_reason(path)
+        if reason is None and inner is not None and os.path.lexists(inner):
+            reason, path = unsafe_reason(inner), inner
     except OSError as exc:
         warn(f"Tack's kernel cache is off: cannot use {path}: {exc}")
         return False
@@ -121,14 +125,21 @@ def decode_entry(data: bytes, expected: dict):
 
 
 def read_file(path: str):
+    """The bytes of the entry at ``path``, or None: missing, unreadable, or
+    not trusted (another user's file, or one others can write to, may hold
+    code nobody here compiled; the checksum does not stop that)."""
     try:
         with open(path, "rb") as f:
-            return f.read()
+            reason = owner_reason(os.fstat(f.fileno()))
+            if reason is None:
+                return f.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
         warn(f"Tack's kernel cache could not read {path}: {exc}")
         return None
+    warn(f"Tack's kernel cache ignores {path}: {reason}")
+    return None
 
 
 _unwritable: set = set()   # directories whose write failure was reported
@@ -146,15 +157,27 @@ def _write_failed(directory: str, message: str) -> None:
 
 
 def write_atomic(path: str, data: bytes) -> bool:
-    """Publish ``data`` at ``path`` atomically (temp file, fsync, rename)."""
+    """Publish ``data`` at ``path`` atomically; whether it worked. A failure
+    warns once per directory (``_write_failed``): automatic writes of entries
+    must never stop a kernel."""
+    try:
+        publish(path, data)
+    except OSError as exc:
+        _write_failed(os.path.dirname(path), exc.strerror or str(exc))
+        return False
+    return True
+
+
+def publish(path: str, data: bytes) -> None:
+    """Write ``data`` to a temporary file, fsync it and rename it to ``path``;
+    ``OSError`` saying what failed (the temporary is removed)."""
     directory = os.path.dirname(path)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
     except OSError as exc:   # the strerror: the temporary's random name is no help
-        _write_failed(directory, f"Tack's kernel cache could not write in {directory}: "
-                                 f"{exc.strerror or exc}")
-        return False
+        raise OSError(exc.errno, f"Tack's kernel cache could not write in {directory}: "
+                                 f"{exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -163,10 +186,9 @@ def write_atomic(path: str, data: bytes) -> bool:
         os.chmod(temp, 0o600)
         os.replace(temp, path)
     except OSError as exc:
-        _write_failed(directory, f"Tack's kernel cache could not write {path}: {exc}")
         _remove_quietly(temp)
-        return False
-    return True
+        raise OSError(exc.errno, f"Tack's kernel cache could not write {path}: {exc}") \
+            from None
 
 
 def touch(path: str) -> None:
@@ -177,11 +199,14 @@ def touch(path: str) -> None:
         pass  # a read-only cache still serves hits
 
 
-def _remove_quietly(path: str) -> None:
+def _remove_quietly(path: str) -> bool:
+    """Delete ``path``; whether it went (a read-only cache, a directory
+    named like an entry or another process's delete leave it, or gone)."""
     try:
         os.remove(path)
     except OSError:
-        pass
+        return False
+    return True
 
 
 # -- pruning -----------------------------------------------------------------------
@@ -240,10 +265,7 @@ def prune(directory: str, max_size, only_past_limit: bool = False) -> tuple:
     ``max_size``, and abandoned temporary files; returns (removed, bytes left).
     With ``only_past_limit`` (automatic pruning), entries are only deleted
     when they take more than ``max_size``."""
-    removed = 0
-    for path in abandoned_temporaries(directory):
-        _remove_quietly(path)
-        removed += 1
+    removed = sum(_remove_quietly(path) for path in abandoned_temporaries(directory))
     entries = sorted(entry_files(directory), key=lambda e: e[2])
     total = sum(size for _, size, _ in entries)
     if max_size is not None and not (only_past_limit and total <= max_size):
@@ -251,9 +273,10 @@ def prune(directory: str, max_size, only_past_limit: bool = False) -> tuple:
         for path, size, _ in entries:
             if total <= budget:
                 break
-            _remove_quietly(path)
-            removed += 1
-            total -= size
+            if _remove_quietly(path):
+                removed += 1
+            if not os.path.lexists(path):   # gone, if not by this call
+                total -= size
     return removed, total
 
 

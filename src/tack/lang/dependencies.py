@@ -4,6 +4,7 @@ device functions it can reach, and what each outer name in them resolves to."""
 from __future__ import annotations
 
 import ast
+import secrets
 import types
 
 from .bindings import CallBindings, Intrinsic
@@ -57,6 +58,9 @@ def outer_bindings(fn, tree: ast.FunctionDef) -> tuple:
     return tuple(sorted(found.items()))
 
 
+_PROCESS = secrets.token_hex(8)   # no other process's key can hold it
+
+
 def _describe(target) -> str:
     """A stable description of a resolved object (an object whose ``repr``
     holds its address gets a key of its own in each process: a miss, never
@@ -70,4 +74,8 @@ def _describe(target) -> str:
     if isinstance(target, (type, types.FunctionType, types.BuiltinFunctionType)):
         return f"{type(target).__name__} {target.__module__}.{target.__qualname__}"
     kind = type(target)
-    return f"{kind.__module__}.{kind.__qualname__} {target!r}"
+    try:
+        shown = repr(target)
+    except Exception:   # noqa: BLE001 - a host object's broken repr is not the kernel's error
+        shown = f"unrepresentable {_PROCESS} {id(target)}"   # a key of this process alone
+    return f"{kind.__module__}.{kind.__qualname__} {shown}"
