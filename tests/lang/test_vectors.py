@@ -634,6 +634,36 @@ def test_kernel_returns_a_vector_or_matrix(n, rng):
     np.testing.assert_allclose(got, (m[0] @ m[0]).T, rtol=1e-5, atol=1e-4, err_msg=msg)
 
 
+@tack.kernel
+def k_return_sum_filled(a) -> tack.vec3:
+    for i in range(len(a)):
+        a[i] = a[i] * 2.0
+    return a[0] + a[len(a) - 1]
+
+
+@tack.kernel
+def k_return_product_filled(a, x) -> tack.mat22(dtype=tack.f64):
+    for i in range(len(a)):
+        a[i] = a[i] + x
+    return a[0] * x
+
+
+@pytest.mark.parametrize("n", [1, 2, 9])
+def test_a_returned_scalar_expression_fills_every_component(n, rng):
+    # Only literals and bare names worked: anything else was captured into a
+    # temporary whose assignment the epilogue lost (an IR verification error).
+    a = rng.gen.uniform(-2, 2, n).astype(np.float32)
+    got = k_return_sum_filled(tack.array(a))
+    np.testing.assert_allclose(got, np.full(3, 2 * a[0] + 2 * a[-1]), **F32,
+                               err_msg=f"seed={rng.seed}")
+    x = float(rng.gen.uniform(-2, 2))
+    wide = a.astype(np.float64)
+    got = k_return_product_filled(tack.array(wide), x)
+    assert got.shape == (2, 2) and got.dtype == np.float64
+    np.testing.assert_allclose(got, np.full((2, 2), (wide[0] + x) * x), **F64,
+                               err_msg=f"seed={rng.seed}")
+
+
 # -- f64 vectors and 2-D arrays of vectors ----------------------------------------------------
 
 @tack.kernel

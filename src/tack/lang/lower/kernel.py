@@ -275,6 +275,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         saved, self.pre = self.pre, []
         try:
             value = self.value(returned.value)
+            # the stores may capture the value first (a scalar that fills a
+            # vector): that assignment belongs to the epilogue's statements
+            stores = self.result_stores(result_type, value, returned, kind == "bool")
             body = tuple(self.pre)
         finally:
             self.pre = saved
@@ -283,7 +286,6 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         parts = value.comps if isinstance(value, Vec) else (value,)
         for part in parts:
             _check_returned_names(self.scope, kernel, pre_ir, body, part, returned)
-        stores = self.result_stores(result_type, value, returned, kind == "bool")
         idx = self.names.fresh("result_idx")
         loop = S.ParallelFor((idx,), (E.Const(1, span=rspan),), body + stores,
                              span=rspan)
