@@ -155,3 +155,23 @@ def test_lines_printed_from_several_threads_stay_whole_through_a_pipe(opencl, tm
     whole = re.compile(r"thread -?\d line \d+")
     assert [line for line in lines if not whole.fullmatch(line)] == []
     assert len(lines) == 12000 * 19
+
+
+@tack.kernel
+def touch_first(a, n):
+    for i in range(n):
+        if i == 0:
+            a[0] = 1.0
+
+
+@pytest.mark.parametrize("count", [(1 << 40) - 255, 1 << 40, (1 << 40) + 1])
+def test_a_launch_of_2_to_the_32_workgroups_is_refused(opencl, count):
+    # Rounded up to whole workgroups these are 2^32 groups of 256: PoCL died
+    # with SIGILL on them, where one more iteration had the ValueError.
+    a = tack.zeros(1, device=opencl)
+    limit = ((1 << 32) - 1) * 256
+    with pytest.raises(ValueError, match=re.escape(
+            f"a launch of {count} iterations is larger than one OpenCL grid can "
+            f"index ({limit})")):
+        touch_first(a, count)
+    assert a.numpy()[0] == 0

@@ -31,7 +31,10 @@ from ..backend import Backend
 from ..grid import WORKGROUP
 from .launch import make_launch
 
-MAX_LAUNCH = 1 << 40   # iterations one launch may index (a flat long index)
+# Iterations one launch may index: fewer than 2^32 workgroups of 256, once
+# the count is rounded up to whole workgroups (PoCL died with SIGILL on a
+# launch of exactly 2^32 workgroups, 2^40 work-items).
+MAX_LAUNCH = ((1 << 32) - 1) * WORKGROUP
 _TARGET = OpenCLTarget()
 
 
