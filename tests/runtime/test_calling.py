@@ -353,3 +353,30 @@ def test_inspect_refuses_read_only_and_misaligned_arrays_as_a_call_does():
     raw = np.zeros(64, np.uint8)
     with pytest.raises(ValueError, match=MISALIGNED):
         tack.inspect(k_count_into, _misaligned_i32(raw), tack.zeros(4))
+
+
+@tack.kernel
+def k_return_bits(a) -> int:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return a[0] & 1
+
+
+def test_inspect_refuses_what_the_return_epilogue_of_a_call_refuses():
+    # The epilogue is a kernel of its own; inspect checked only the loop's.
+    read_only = tack.array_from_ptr(np.zeros(4, np.int32), (4,), tack.i32)
+    raw = np.zeros(64, np.uint8)
+    cases = [((k_return_atomic, read_only, tack.zeros(4)), ValueError,
+              "parameter 'a' may be written, but its array is read-only"),
+             ((k_return_atomic, _misaligned_i32(raw), tack.zeros(4)), ValueError,
+              MISALIGNED),
+             ((k_return_atomic, tack.zeros(4, tack.i8), tack.zeros(4)), TypeError,
+              "tack.atomic_add on 'a' of dtype i8 is not supported"),
+             ((k_return_bits, tack.zeros(4)), TypeError, "bit operation on a float")]
+    for (kernel, *args), error, message in cases:
+        with pytest.raises(error, match=re.escape(message)):
+            kernel(*args)
+        with pytest.raises(error, match=re.escape(message)):
+            tack.inspect(kernel, *args, mode="ir")
+    assert "parallel for" in tack.inspect(k_return_atomic, tack.zeros(4, tack.i32),
+                                          tack.zeros(4), mode="ir")

@@ -251,6 +251,15 @@ class Bound:
         return bound
 
 
+def epilogue_specs(lowered, specs) -> tuple:
+    """``(specs, dtype, count)`` of a return epilogue: the kernel's argument
+    specs and the hidden result array's (not an argument), its element type
+    and its length."""
+    dtype = T.scalar_of(lowered.result_type)
+    count = lowered.result_type.count if lowered.result_kind == "array" else 1
+    return specs + (ArgSpec(dtype, (count,), "result"),), dtype, count
+
+
 class ResultReader:
     """Runs a kernel's return epilogue and reads the hidden result element."""
 
@@ -258,9 +267,7 @@ class ResultReader:
 
     def __init__(self, kernel, device, specs, template):
         lowered = template.lowered
-        self.dtype = T.scalar_of(lowered.result_type)
-        self.count = lowered.result_type.count if lowered.result_kind == "array" else 1
-        full = specs + (ArgSpec(self.dtype, (self.count,), "result"),)  # not an argument
+        full, self.dtype, self.count = epilogue_specs(lowered, specs)
         self.inner = Bound(kernel, device, device, full, template, epilogue=True)
         self.device = device
         self.kind = lowered.result_kind

@@ -17,13 +17,26 @@ from ..ir.printer import format_function
 from ..ir.verify import verify
 from .debug import debug_enabled, hidden_arrays
 from .device import get_default_device
+from .creation import empty
 from .dispatch import (DISJOINT, STREAMING, Variant, call_specs, check_writable,
-                       placement, variant_mode)
+                       epilogue_specs, placement, variant_mode)
 from .expanding import expand_call
 from .grid import launch_count
 from .kernel import Kernel
 
 MODES = ("ir", "source", "optimized", "cost")
+
+
+def _checked(name, fn, args, specs, backend):
+    """``fn`` through the pipeline for the variant these arguments take, with
+    dispatch's checks of the result (read-only arrays it may write)."""
+    variant = variant_mode(backend, fn, args, specs)
+    request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
+                             backend.class_name, variant >= DISJOINT,
+                             backend.supports_workgroups, variant == STREAMING)
+    optimized = run_pipeline(fn, request)
+    check_writable(name, Variant(optimized, None), fn.params, args)
+    return optimized
 
 
 def inspect(kernel, *args, mode: str = "source") -> str:
@@ -35,22 +48,24 @@ def inspect(kernel, *args, mode: str = "source") -> str:
                          f"'optimized', or 'cost'.")
     debug = debug_enabled()
     args, expanded = expand_call(kernel, args)
-    template = kernel.prepare(args, debug, expanded).lowered.kernel
+    lowered = kernel.prepare(args, debug, expanded).lowered
+    template = lowered.kernel
     device = placement(kernel.name, args, get_default_device())
     if debug:  # show the bounds-checked code a debug launch runs
         args = tuple(args) + hidden_arrays(template, args, device)
     backend = device.backend
     specs, extents = call_specs(kernel.name, template, args)
-    variant = variant_mode(backend, template, args, specs)
-    request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
-                             backend.class_name, variant >= DISJOINT,
-                             backend.supports_workgroups, variant == STREAMING)
-    optimized = run_pipeline(template, request)
     # the checks a launch makes with these arguments, as dispatch makes them
-    check_writable(kernel.name, Variant(optimized, None), template.params, args)
+    optimized = _checked(kernel.name, template, args, specs, backend)
     if backend.supports_workgroups:
         launch_count(kernel.name, extents, requires_full_workgroups(optimized),
                      backend.max_launch, backend.api_name)
+    if lowered.epilogue is not None:   # a returning kernel's call runs it too
+        full, dtype, count = epilogue_specs(lowered, specs)
+        scratch = empty(count, dtype, device=device)
+        epilogue = _checked(kernel.name, lowered.epilogue, tuple(args) + (scratch,), full,
+                            backend)
+        backend.typed(epilogue)   # its type errors, which its build would raise
     if mode == "ir":  # before any backend's scalar packing
         return format_function(verify(annotate_types(optimized), "typed"))
     if mode == "cost":
