@@ -119,6 +119,30 @@ def test_unbound_name(kernel, rng):
     np.testing.assert_array_equal(a.numpy(), data, err_msg=f"seed={rng.seed}")
 
 
+@tack.kernel
+def k_unbound_after_wide_text(a):
+    for i in range(len(a)):
+        print("ééé 日本"); a[i] = nope  # noqa: F821
+
+
+@tack.kernel
+def k_unsupported_after_wide_text(a):
+    for i in range(len(a)):
+        print("ééé 日本", [1])
+
+
+def test_columns_count_characters_on_a_line_with_non_ascii_text():
+    # ast counts UTF-8 bytes: the column was 7 too far right
+    with pytest.raises(NameError, match=re.escape("'nope' is not defined at line 4, "
+                                                  "column 33")):
+        k_unbound_after_wide_text(tack.zeros(2))
+    with pytest.raises(tack.UnsupportedSyntaxError) as info:
+        k_unsupported_after_wide_text(tack.zeros(2))
+    assert str(info.value).endswith("unsupported List at line 4, column 25")
+    source_line, caret = info.value.__notes__[0].splitlines()[-2:]
+    assert source_line[caret.index("^")] == "["
+
+
 def test_unbound_name_through_inspect():
     """Inspection reports the same NameError, untranslated."""
     message = _UNBOUND[k_unbound_scalar]

@@ -70,6 +70,8 @@ def test_unknown_device_type_raises_value_error(spec, type_):
     ("cuda:x", "write 'cuda' or 'cuda:N'"), ("cuda:", "write 'cuda' or 'cuda:N'"),
     ("hip:-1", "write 'hip' or 'hip:N'"),
     ("level_zero:1.5", "write 'level_zero' or 'level_zero:N'"),
+    ("opencl:\u00b2", "write 'opencl' or 'opencl:N'"),   # a superscript two
+    ("cuda:\u0661", "write 'cuda' or 'cuda:N'"),         # an Arabic-Indic one
 ])
 def test_number_on_cpu_or_metal_or_non_numeric_suffix_raises_value_error(spec, fix):
     with pytest.raises(ValueError, match=re.escape(f"'{spec}' is not a device: {fix}")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 from dataclasses import dataclass
@@ -23,13 +24,27 @@ class Source:
     indent: int
 
     def span(self, node) -> Span:
-        return Span(self.file, getattr(node, "lineno", 0),
-                    getattr(node, "col_offset", -1) + 1, self.first_line, self.indent,
-                    self.name)
+        return Span(self.file, getattr(node, "lineno", 0), self.column(node),
+                    self.first_line, self.indent, self.name)
 
     def where(self, node) -> str:
-        return (f"at line {getattr(node, 'lineno', 0)}, "
-                f"column {getattr(node, 'col_offset', -1) + 1}")
+        return f"at line {getattr(node, 'lineno', 0)}, column {self.column(node)}"
+
+    def column(self, node) -> int:
+        """``node``'s column, from 1, in characters: ``ast`` counts the UTF-8
+        bytes before it, which differ on a line with non-ASCII text. (A
+        stand-in position that is not an AST node already counts characters.)"""
+        offset = getattr(node, "col_offset", -1)
+        line = self._wide_lines.get(getattr(node, "lineno", 0))
+        if line is None or offset <= 0 or not isinstance(node, ast.AST):
+            return offset + 1
+        return len(line.encode()[:offset].decode("utf-8", "replace")) + 1
+
+    @functools.cached_property
+    def _wide_lines(self) -> dict:
+        """``{line number: text}`` of the lines that are not all ASCII."""
+        return {number: line for number, line in enumerate(self.text.splitlines(), 1)
+                if not line.isascii()}
 
 
 def read_source(fn, kind: str) -> Source:

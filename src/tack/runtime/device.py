@@ -128,7 +128,7 @@ def _parse(spec: str):
         return type_, None
     if type_ not in NUMBERED_TYPES:
         raise ValueError(f"'{spec}' is not a device: write '{type_}'")
-    if not suffix.isdigit():
+    if not (suffix.isascii() and suffix.isdigit()):   # int() takes "²" and "١" too
         raise ValueError(f"'{spec}' is not a device: write '{type_}' or '{type_}:N'")
     return type_, int(suffix)
 
