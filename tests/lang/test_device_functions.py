@@ -434,6 +434,49 @@ def test_operands_evaluate_left_to_right(n, rng):
     np.testing.assert_array_equal(te.numpy(), e0 + 10.0, err_msg=msg)
 
 
+@tack.func
+def bump_index(v, i):
+    v[i] = v[i] + 1
+    return i
+
+
+@tack.kernel
+def k_store_value_then_index(out, a):
+    for i in range(len(a)):
+        out[bump_index(a, i)] = a[i]
+
+
+@tack.kernel
+def k_store_atomics_value_then_index(out, counter):
+    for i in range(1):
+        out[tack.atomic_add(counter, 0, 1)] = tack.atomic_add(counter, 0, 10) + 5
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("n", SIZES)
+def test_a_store_reads_its_value_before_its_index(n, debug, rng):
+    # Python evaluates `out[index] = value` value first. The index's inlined
+    # call ran first on both backends; with atomics in both sides the order
+    # was the C compiler's on OpenCL, and differed from debug mode's.
+    a0 = rng.gen.integers(-100, 100, n)
+    a, out = tack.array(a0), tack.zeros(n, tack.i64)
+    counter = tack.zeros(1, tack.i64)
+    out20 = tack.zeros(20, tack.i64)
+    tack.set_debug(debug)
+    try:
+        k_store_value_then_index(out, a)
+        k_store_atomics_value_then_index(out20, counter)
+    finally:
+        tack.set_debug(False)
+    msg = f"seed={rng.seed} debug={debug}"
+    np.testing.assert_array_equal(out.numpy(), a0, err_msg=msg)
+    np.testing.assert_array_equal(a.numpy(), a0 + 1, err_msg=msg)
+    expected = np.zeros(20, np.int64)
+    expected[10] = 5          # the value's atomic saw 0, the index's then 10
+    np.testing.assert_array_equal(out20.numpy(), expected, err_msg=msg)
+    assert counter.numpy()[0] == 11
+
+
 @tack.kernel
 def k_augmented_order(a):
     for i in range(len(a)):

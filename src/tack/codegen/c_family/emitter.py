@@ -412,15 +412,22 @@ def _assign(s, em):
 
 @stmt.register(S.Store)
 def _store(s, em):
-    if not s.checked:
+    if not s.checked and not _has_atomic(s.index, s.value):
         em.emit(f"{em.name(s.array)}[{c(s.index, em)}] = {c(s.value, em)};")
         return
-    # debug mode: the index, then the value, as on the CPU; -1 skips the store
-    at = em.temp(em.target.index_type, "at")
+    # The value, then the index, as Python (and the CPU) evaluate them: C
+    # leaves the order of an assignment's sides open, which matters once an
+    # atomic is in either. In debug mode an index of -1 skips the store.
     v = em.temp(em.type(em.arrays[s.array]), "v")
-    em.emit(f"{at} = {c(s.index, em)};")
+    at = em.temp(em.target.index_type, "at")
     em.emit(f"{v} = {c(s.value, em)};")
-    em.emit(f"if ({at} >= 0) {em.name(s.array)}[{at}] = {v};")
+    em.emit(f"{at} = {c(s.index, em)};")
+    guard = f"if ({at} >= 0) " if s.checked else ""
+    em.emit(f"{guard}{em.name(s.array)}[{at}] = {v};")
+
+
+def _has_atomic(*exprs) -> bool:
+    return any(isinstance(node, E.Atomic) for e in exprs for node in walk(e))
 
 
 @stmt.register(S.ExprStmt)

@@ -26,8 +26,8 @@ def _assign(s: S.Assign, em):
 
 @emit_stmt.register(S.Store)
 def _store(s: S.Store, em):
+    stored = value(s.value, em)   # the value, then the index, as Python does
     index = value(s.index, em)
-    stored = value(s.value, em)
 
     def access():
         em.builder.store(stored, em.store_pointer(s, index))

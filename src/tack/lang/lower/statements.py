@@ -169,7 +169,12 @@ class StatementLowering:
             if not (isinstance(target.value, ast.Name) and target.value.id in scope.arrays):
                 return self.assign_component(target, value, node)
             array = self.array_name(target.value)
+            mark = len(self.pre)
             index = self.flat_index(array, target.slice, target)
+            if len(self.pre) > mark:  # Python reads the value before the index's calls
+                assigns = []
+                value = self.capture_into(value, assigns)
+                self.pre[mark:mark] = assigns
             if array in self.elements:
                 return self.store_element(array, index, value, node)
             if isinstance(value, Vec):
