@@ -380,3 +380,28 @@ def test_inspect_refuses_what_the_return_epilogue_of_a_call_refuses():
             tack.inspect(kernel, *args, mode="ir")
     assert "parallel for" in tack.inspect(k_return_atomic, tack.zeros(4, tack.i32),
                                           tack.zeros(4), mode="ir")
+
+
+@tack.kernel
+def k_count_past_i64(out, n):
+    for i in range(n * 4 + 3):
+        tack.atomic_add(out, 0, 1)
+
+
+@tack.kernel
+def k_grid_past_i64(out, n):
+    for i, j in tack.ndindex(n, n):
+        tack.atomic_add(out, 0, 1)
+
+
+@pytest.mark.parametrize("kernel, n, total", [
+    (k_count_past_i64, 2**62, 2**64 + 3),     # the count did not fit the native call
+    (k_count_past_i64, 2**63, 2**65 + 3),
+    (k_grid_past_i64, 2**40, 2**80)])         # each extent fits; the product wrapped
+def test_a_launch_count_past_i64_is_a_value_error(kernel, n, total):
+    out = tack.zeros(1, tack.i64, device="cpu")
+    with pytest.raises(ValueError, match=re.escape(
+            f"a launch of {total} iterations is larger than one CPU launch can index "
+            f"({2**63 - 1})")):
+        kernel(out, n)
+    assert out.numpy()[0] == 0

@@ -24,6 +24,9 @@ _FORMATS = {T.i8: "b", T.i16: "h", T.i32: "i", T.i64: "q", T.u8: "B", T.u16: "H"
             T.u32: "I", T.u64: "Q", T.f32: "f", T.f64: "d", POINTER: "P"}
 
 
+MAX_CPU_LAUNCH = (1 << 63) - 1   # the entry's row and iteration counts are i64
+
+
 def pack_format(fields) -> struct.Struct:
     """The native-aligned layout of a pack, the same as the LLVM struct's."""
     return struct.Struct("@" + "".join(_FORMATS[f] for f in fields) or "@i")
@@ -126,9 +129,18 @@ def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool
     lines.append(f"    if {positive}:")
     values = [f"a{k}._ptr" if k in array_positions else f"a{k}" for k in range(n_args)]
     values += [f"e{k}" for k in range(1, len(extents))]
+    if len(extents) > 1:   # the product is the entry's i64 loop count: it must fit
+        lines.append(f"        t = {total}")
+        lines.append(f"        if t > {MAX_CPU_LAUNCH}:")
+        lines.append(f"            too_large(({''.join(f'e{k}, ' for k in range(len(extents)))}))")
+        total = "t"
     lines.append("        buffers = p.buffers")
-    lines.append(f"        p.pack(buffers.buffer, 0, {', '.join(values)})")
-    lines.append(f"        p.launch(buffers.address, e0, {total})")
+    lines.append("        try:")   # costs nothing until it catches
+    lines.append(f"            p.pack(buffers.buffer, 0, {', '.join(values)})")
+    lines.append(f"            p.launch(buffers.address, e0, {total})")
+    lines.append("        except (OverflowError, struct.error):")
+    lines.append(f"            too_large(({''.join(f'e{k}, ' for k in range(len(extents)))}))")
+    lines.append("            raise")
     lines.append("    return result(args)" if result else "    return None")
     return "\n".join(lines) + "\n"
 
@@ -148,8 +160,20 @@ def fused_head(n_args: int, array_positions, extents, positions, disjoint_ok: bo
     return lines, dict(HELPERS, other=other, disjoint=disjoint)
 
 
+def too_large(extents) -> None:
+    """``ValueError`` if the launch over ``extents`` has more iterations, or an
+    extent, than an i64 holds (what made the pack or the native call fail)."""
+    total = 1
+    for e in extents:
+        total *= e
+    if total > MAX_CPU_LAUNCH:
+        raise ValueError(f"a launch of {total} iterations is larger than one CPU "
+                         f"launch can index ({MAX_CPU_LAUNCH})")
+
+
 def compile_runner(source: str, programs, program, result):
-    scope = dict(HELPERS, rows_stream=rows_stream, disjoint=disjoint)
+    scope = dict(HELPERS, rows_stream=rows_stream, disjoint=disjoint, struct=struct,
+                 too_large=too_large)
     scope.update(programs=programs, program=program, result=result)
     exec(compile(source, "<tack launcher>", "exec"), scope)
     return scope["run"]
