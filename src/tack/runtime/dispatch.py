@@ -105,6 +105,14 @@ def placement(kernel_name: str, args, default):
     return first
 
 
+def _type_name(value) -> str:
+    """``str``, or ``numpy.bool``: a builtin's bare name, another type's with its
+    module (a NumPy bool reported as ``bool`` read as if Python's were refused)."""
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
 def classify(kernel_name: str, params, args) -> tuple:
     """One ArgSpec per argument (spec: Calling a kernel)."""
     specs = []
@@ -115,7 +123,7 @@ def classify(kernel_name: str, params, args) -> tuple:
         kind = _scalar_kind(a)
         if kind is None:
             raise TypeError(f"Kernel '{kernel_name}': Unsupported argument type for "
-                            f"parameter '{param.name}': {type(a).__name__}")
+                            f"parameter '{param.name}': {_type_name(a)}")
         specs.append(kind)
     floats = default_float([s for s in specs if isinstance(s, ArgSpec)])
     return tuple(s if isinstance(s, ArgSpec) else
