@@ -178,6 +178,16 @@ def test_histogram_refuses_an_out_that_shares_memory_with_keys():
     np.testing.assert_array_equal(host, [1, 2, 3, 3, 0, 9, 5, 1, 2, 4])
 
 
+def test_histogram_counts_into_an_empty_out_inside_the_keys():
+    # an empty array shares no byte with anything, as np.shares_memory says
+    cpu = tack.device("cpu")
+    host = np.array([1, 2, 3, 3, 0, 9, 5, 1, 2, 4], np.int64)
+    keys = tack.from_dlpack(host)
+    out = _wrap(host, 4, 0, tack.i64, cpu)
+    assert A.histogram(keys, 0, out=out).size == 0
+    np.testing.assert_array_equal(host, [1, 2, 3, 3, 0, 9, 5, 1, 2, 4])
+
+
 def test_histogram_refuses_a_misaligned_out_by_its_own_name():
     cpu = tack.device("cpu")
     raw = np.zeros(40, np.uint8)
@@ -253,17 +263,27 @@ def test_new_lengths_reuse_the_compiled_kernels():
     """Lengths change every step in particle codes: the kernels take the length
     as an argument, so a new one compiles nothing (len(x) in a loop body would
     be compiled in)."""
+    import sys
     from tack.algorithms import reduce_kernels, scan, sort
+    histogram = sys.modules["tack.algorithms.histogram"]   # the name is the function's
     kernels = (reduce_kernels.float_partials, reduce_kernels.min_partials,
-               scan.chunk_totals, scan.chunk_scan, sort.digit_counts, sort.scatter)
+               reduce_kernels.combine_sum, scan.chunk_totals, scan.chunk_scan,
+               scan.scan_totals, sort.digit_counts, sort.digit_offsets, sort.scatter,
+               histogram.count_keys)
     counts = None
-    for n in (1001, 1002, 1007, 1013):
-        x = tack.arange(n, dtype=tack.f32)
+    # lengths within one chunk and across several (65,536 for the scans and
+    # sums, 32,768 for the sort): the chunk counts were baked in too
+    for n in (1001, 1002, 1007, 1013, 70_001, 140_003):
+        x = tack.ones(n, dtype=tack.f32)
         keys = tack.arange(n, dtype=tack.i64)
-        assert A.sum(x) == n * (n - 1) / 2 and A.min(x) == 0.0
+        assert A.sum(x) == n and A.min(x) == 1.0
         assert A.inclusive_scan(keys).numpy()[-1] == n * (n - 1) // 2
         np.testing.assert_array_equal(A.radix_sort_pairs(keys, keys)[0].numpy(),
                                       np.arange(n))
+        bins = n % 97 + 3   # a new bin count with each length
+        binned = tack.array(np.arange(n) % bins)
+        np.testing.assert_array_equal(A.histogram(binned, bins).numpy(),
+                                      np.bincount(np.arange(n) % bins))
         now = [len(k._variants) for k in kernels]
         assert counts is None or now == counts, f"length {n} compiled {now} (was {counts})"
         counts = now

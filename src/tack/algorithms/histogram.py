@@ -14,12 +14,14 @@ _KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
 
 
 @library_kernel
-def count_keys(keys, counts):
+def count_keys(keys, counts, bins):
     for i in range(len(keys)):
         k = keys[i]
         # compared as u64: a u64 key past 2**63 compared with the i64 length
-        # would be compared as a negative i64, and counted far out of bounds
-        if k >= 0 and T.u64(k) < T.u64(len(counts)):
+        # would be compared as a negative i64, and counted far out of bounds.
+        # bins, not len(counts): an extent the body reads is baked into the
+        # variant, and every new bin count compiled one
+        if k >= 0 and T.u64(k) < T.u64(bins):
             atomic_add(counts, k, 1)
 
 
@@ -49,5 +51,5 @@ def histogram(keys, bins: int, out=None):
         raise ValueError(f"histogram() out is not aligned to its {out._scalar.itemsize}-"
                          f"byte elements (address {out._ptr:#x}); the counts are atomic "
                          f"adds, which need naturally aligned memory")
-    count_keys(keys, out)
+    count_keys(keys, out, bins)
     return out

@@ -44,7 +44,7 @@ def sum(values):
     (float_partials if acc.is_float else int_partials)(x, partial, CHUNK, x.size)
     if not acc.is_float:
         return int(partial.numpy().sum(dtype=acc.numpy))  # wraps like the kernels
-    return combine_sum(partial)
+    return combine_sum(partial, partial.size)
 
 
 def _extreme(name, values, partials_kernel, combine):

@@ -28,10 +28,10 @@ def chunk_totals(x, totals, chunk, zero, n):
 
 
 @library_kernel
-def scan_totals(totals, zero):
+def scan_totals(totals, zero, count):
     for _ in range(1):
         running = zero
-        for c in range(len(totals)):
+        for c in range(count):   # not len(totals): that would be baked into the variant
             t = totals[c]
             totals[c] = running
             running += t
@@ -75,7 +75,7 @@ def _scan(name: str, values, out, inclusive: int):
     kind = values.dtype.numpy
     zero = kind.type(-0.0 if values.dtype.is_float else 0)
     chunk_totals(values, totals, CHUNK, zero, values.size)
-    scan_totals(totals, zero)
+    scan_totals(totals, zero, totals.size)
     chunk_scan(values, out, totals, CHUNK, inclusive, kind.type(0), values.size)
     return out
 

@@ -509,8 +509,10 @@ def _is_int(value) -> bool:
 def shares_memory(a: Array, b: Array) -> bool:
     """Whether ``a`` and ``b`` may share a byte. Address ranges compare within
     one memory domain; a buffer without addresses (OpenCL's, address 0)
-    aliases only itself."""
+    aliases only itself; an empty array shares none (as in NumPy)."""
     if a._device.backend.memory_domain != b._device.backend.memory_domain:
+        return False
+    if a._lo == a._hi or b._lo == b._hi:
         return False
     if a._buffer is not b._buffer and not (a._buffer.address and b._buffer.address):
         return False
