@@ -123,6 +123,14 @@ def e_matmul_scalar(out):
 
 
 @tack.kernel
+def e_matrix_row_store(m):
+    for i in range(len(m)):
+        w = m[i]
+        w[1] = 3.0
+        m[i] = w
+
+
+@tack.kernel
 def e_matrix_row_component_store(m):
     for i in range(len(m)):
         w = m[i]
@@ -172,6 +180,9 @@ REJECTIONS = [
     (e_runtime_component_store, lambda: (V3(), 1), tack.UnsupportedSyntaxError,
      "Kernel 'e_runtime_component_store': unsupported component assignment with an index "
      "that is not an integer literal at line 5, column 9"),
+    (e_matrix_row_store, lambda: (tack.zeros(2, tack.mat22()),), tack.UnsupportedSyntaxError,
+     "Kernel 'e_matrix_row_store': unsupported component assignment with 1 index into a "
+     "mat22 (an entry takes 2: m[r, c]) at line 5, column 9"),
     (e_matrix_row_component_store, lambda: (tack.zeros(2, tack.mat22()),),
      tack.UnsupportedSyntaxError,
      "Kernel 'e_matrix_row_component_store': unsupported assignment to a component of "

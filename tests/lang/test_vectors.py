@@ -664,6 +664,44 @@ def test_a_returned_scalar_expression_fills_every_component(n, rng):
                                err_msg=f"seed={rng.seed}")
 
 
+@tack.kernel
+def k_reads_its_own_target(p, m, b, rotated, crossed, swapped, transposed, squared):
+    for i in range(len(p)):
+        v = p[i]
+        v = m[i] @ v                       # every component reads all of v
+        rotated[i] = v
+        w = p[i]
+        w += tack.cross(w, b[i])
+        crossed[i] = w
+        s = p[i]
+        s = tack.vec3(s.y, s.z, s.x)
+        swapped[i] = s
+        a = m[i]
+        a = a.T
+        transposed[i] = a
+        m[i] = m[i] @ m[i]                 # an array element read by its own store
+        squared[i] = m[i]
+        p[i] = tack.vec3(p[i].z, p[i].x, p[i].y)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_an_assignment_that_reads_its_own_target(n, rng):
+    # Components were written one by one, so later ones read values already
+    # overwritten: a 90-degree rotation of (1, 2, 3) gave (-2, -2, 3).
+    p0, b0 = vecs(rng, n, (3,)), vecs(rng, n, (3,))
+    m0 = vecs(rng, n, (3, 3))
+    p, m = varr(p0, tack.vec3()), varr(m0, tack.mat33())
+    outs = [tack.zeros(n, e) for e in (tack.vec3(),) * 3 + (tack.mat33(),) * 2]
+    k_reads_its_own_target(p, m, varr(b0, tack.vec3()), *outs)
+    msg = f"seed={rng.seed}"
+    expected = [np.einsum("nij,nj->ni", m0, p0), p0 + np.cross(p0, b0),
+                p0[:, [1, 2, 0]], m0.transpose(0, 2, 1), m0 @ m0]
+    for out, want in zip(outs, expected):
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-4, err_msg=msg)
+    np.testing.assert_allclose(m.numpy(), m0 @ m0, rtol=1e-5, atol=1e-4, err_msg=msg)
+    np.testing.assert_array_equal(p.numpy(), p0[:, [2, 0, 1]], err_msg=msg)
+
+
 # -- f64 vectors and 2-D arrays of vectors ----------------------------------------------------
 
 @tack.kernel

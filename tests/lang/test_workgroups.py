@@ -167,6 +167,41 @@ def test_local_array_runs_everywhere():
     np.testing.assert_array_equal(out.numpy(), x.reshape(3, 4)[:, ::-1].reshape(-1))
 
 
+@tack.kernel
+def scratch_at_the_limit(x, out):
+    for i in range(len(x)):
+        b = tack.local_array(4096, tack.f32)         # 16 KiB: the limit
+        for k in range(len(b)):
+            b[k] = x[i] + k
+        out[i] = b[len(b) - 1] + b[0]
+
+
+@tack.kernel
+def scratch_past_the_limit(x, out):
+    for i in range(len(x)):
+        b = tack.local_array(2048, tack.f32)
+        c = tack.local_array_like(x, 1025)           # f64 here: 16 KiB + 8 bytes
+        b[0] = x[i]
+        c[0] = x[i]
+        out[i] = b[0] + c[0]
+
+
+def test_local_arrays_past_16_kib_per_iteration_are_refused():
+    # Past a thread's stack (CPU) or from 32 KiB on PoCL (a workgroup's private
+    # arrays on one stack) the process died with SIGSEGV; the bound is checked
+    # before building.
+    x = np.arange(5, dtype=np.float32)
+    out = tack.zeros(5)
+    scratch_at_the_limit(tack.array(x), out)
+    np.testing.assert_array_equal(out.numpy(), 2 * x + 4095)
+    out = tack.full(5, 7.0, tack.f64)
+    with pytest.raises(ValueError, match=re.escape(
+            "Kernel 'scratch_past_the_limit': its tack.local_array arrays take 16392 bytes "
+            "per iteration, more than the 16384 allowed")):
+        scratch_past_the_limit(tack.array(x.astype(np.float64)), out)
+    np.testing.assert_array_equal(out.numpy(), 7.0)
+
+
 def test_launch_must_fill_workgroups():
     if not HAS_WORKGROUPS:
         _refused(tile_sums, tack.zeros(1000), tack.zeros(4), feature="tack.shared()")

@@ -14,6 +14,7 @@ from ..verify import verify
 from .atomics import check_atomic_support
 from .check_types import check_dispatch_types
 from .infer import check_arguments, infer_param_types
+from .local_arrays import check_local_arrays
 from .localize import localize_outer_scalars
 from .optimize import propagate_copies
 from .resolve import resolve
@@ -47,6 +48,7 @@ PIPELINE = (
         fn, rq.atomic_dtypes, rq.backend_name), None),
     ("workgroups", lambda fn, rq: check_workgroups(
         fn, rq.supports_workgroups, rq.backend_name), None),
+    ("local_arrays", lambda fn, rq: check_local_arrays(fn), None),
     ("optimize", lambda fn, rq: propagate_copies(fn), "optimized"),
     ("record", lambda fn, rq: fn.replace(disjoint=rq.disjoint, streaming=rq.streaming),
      None),

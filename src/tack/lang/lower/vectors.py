@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
+from ...ir.traversal import walk
 
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
@@ -89,7 +90,10 @@ class VectorLowering:
                 raise self.vector_error(
                     f"'{name}' holds a {Vec(local.kind, local.shape, ()).describe()} "
                     f"and cannot be assigned a {value.describe()}", node)
-            return [S.Assign(n, c, span=span) for n, c in zip(local.names, value.comps)]
+            written = set(local.names)
+            staged, comps = self.staged(
+                value.comps, lambda e: isinstance(e, E.Name) and e.id in written)
+            return staged + [S.Assign(n, c, span=span) for n, c in zip(local.names, comps)]
         if local is not None:
             raise self.vector_error(f"'{name}' holds a "
                                     f"{Vec(local.kind, local.shape, ()).describe()} and "
@@ -118,9 +122,21 @@ class VectorLowering:
         span = self.scope.span(node)
         value = self.broadcast(value, element.kind, element.shape, node)
         flat = self.captured(flat, "index")
-        return [S.Store(array, component_index(flat, element.count, k, span), c,
-                        self.debug, span=span)
-                for k, c in enumerate(value.comps)]
+        staged, comps = self.staged(
+            value.comps, lambda e: isinstance(e, E.Load) and e.array == array)
+        return staged + [S.Store(array, component_index(flat, element.count, k, span), c,
+                                 self.debug, span=span)
+                         for k, c in enumerate(comps)]
+
+    def staged(self, comps, reads_target) -> tuple:
+        """``(assigns, comps)`` for writing ``comps`` one by one into a target:
+        when any of them reads the target (``reads_target`` of a node: ``v =
+        rot @ v``, ``m[i] = m[i].T``), a write would change what a later
+        component reads, so every component goes to a temporary first."""
+        if not any(reads_target(node) for c in comps for node in walk(c)):
+            return [], comps
+        pairs = [self.capture(c, "part") for c in comps]
+        return [assign for _, assign in pairs], tuple(name for name, _ in pairs)
 
     def broadcast(self, value, kind: str, shape: tuple, node) -> Vec:
         if isinstance(value, Vec):
@@ -230,10 +246,15 @@ class VectorLowering:
                 raise self.vector_error(f"no component '.{target.attr}' to assign", node)
             return k
         parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-        if len(parts) != len(shape) or not all(
-                isinstance(p, ast.Constant) and type(p.value) is int for p in parts):
+        if not all(isinstance(p, ast.Constant) and type(p.value) is int for p in parts):
             raise self.scope.unsupported("component assignment with an index that is "
                                          "not an integer literal", node)
+        if len(parts) != len(shape):   # a matrix row: m[1] = ... is not an entry
+            raise self.scope.unsupported(
+                f"component assignment with {len(parts)} "
+                f"ind{'ex' if len(parts) == 1 else 'ices'} into a "
+                f"{Vec(kind, shape, ()).describe()} (an entry takes {len(shape)}: "
+                f"{'v[k]' if len(shape) == 1 else 'm[r, c]'})", node)
         flat = 0
         for p, d in zip(parts, shape):
             if not 0 <= p.value < d:
