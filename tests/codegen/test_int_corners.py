@@ -231,3 +231,53 @@ def test_len_and_shape_are_i64_not_the_elements_type(dtype, n):
     np.testing.assert_array_equal(out.numpy(), host.astype(np.int64) * n - n)
     k_local_len(tack.array(host), out)
     np.testing.assert_array_equal(out.numpy(), 80000 + host.astype(np.int64))
+
+
+NARROW_TYPES = (tack.i8, tack.i16, tack.u8, tack.u16)
+
+
+@tack.kernel
+def narrow_products(a, b, steps, prod, power, total):
+    for i in range(len(a)):
+        prod[i] = a[i] * b[i]
+        power[i] = a[i] ** b[i]
+        s = 0
+        for v in range(steps[0], steps[1], steps[2]):   # the variable's own type
+            s += tack.i64(v)
+        total[i] = s
+
+
+@pytest.mark.parametrize("dtype", NARROW_TYPES, ids=ids(NARROW_TYPES))
+def test_narrow_products_wrap_without_signed_int_overflow(dtype):
+    # C computes u16 * u16 in a signed int, where 65535 * 65535 overflows:
+    # undefined behaviour in the generated C, also in ** and in a long loop
+    # counting down. The results must wrap, and the C must multiply unsigned.
+    info = np.iinfo(dtype.numpy)
+    lo, hi = int(info.min), int(info.max)
+    pairs = [(hi, hi), (lo, lo), (lo, -1 if lo else hi), (hi, 3), (3, hi % 64 + 1),
+             (hi - 1, 2)]
+    a = np.array([x for x, _ in pairs], dtype.numpy)
+    b = np.array([y if dtype.is_signed else y % (1 << dtype.bits) for _, y in pairs],
+                 dtype.numpy)
+    exponents = np.abs(b.astype(np.int64)) % 64
+    b_pow = exponents.astype(dtype.numpy)
+    steps = np.array([hi, lo, -1] if dtype.is_signed else [0, hi, 1], dtype.numpy)
+    outs = [tack.zeros(len(a), dtype), tack.zeros(len(a), dtype), tack.zeros(len(a), tack.i64)]
+    narrow_products(tack.array(a), tack.array(b), tack.array(steps), *outs)
+    prod = outs[0].numpy()
+    np.testing.assert_array_equal(prod, [wrap(int(x) * int(y), dtype) for x, y in zip(a, b)])
+    outs2 = [tack.zeros(len(a), dtype), tack.zeros(len(a), dtype), tack.zeros(len(a), tack.i64)]
+    narrow_products(tack.array(a), tack.array(b_pow), tack.array(steps), *outs2)
+    np.testing.assert_array_equal(outs2[1].numpy(),
+                                  [wrap(pow(int(x), int(e), 1 << 64), dtype)
+                                   for x, e in zip(a, b_pow)])
+    start, stop, step = (int(v) for v in steps)
+    assert outs[2].numpy().tolist() == [sum(range(start, stop, step))] * len(a)
+    if tack.get_default_device().type == "opencl":
+        source = tack.inspect(narrow_products, tack.array(a), tack.array(b),
+                              tack.array(steps), *outs, mode="source")
+        products = [line for line in source.splitlines() if "*" in line
+                    and "__global" not in line]
+        assert products and all("(uint)" in line or "uint r = 1" in line
+                                or "r *= p" in line for line in products), products
+        assert "uint r = 1, p = (uint)b" in source, source

@@ -263,14 +263,23 @@ def _load(e: E.Load, em):
             f"({em.type(e.dtype)})0)")
 
 
+def wrapping_unsigned(dtype):
+    """The unsigned type that ``dtype``'s wrapping ``+ - *`` run in: C turns
+    narrower operands (``ushort`` too) into a signed ``int``, where 65535 *
+    65535 overflows, which is undefined; at 32 bits or more, the unsigned type
+    of the same width."""
+    return T.scalar_type(f"u{max(dtype.bits, 32)}")
+
+
 @expr.register(E.BinaryOp)
 def _infix(e, em):
     lhs, rhs = c(e.lhs, em), c(e.rhs, em)
     symbol = _INFIX.get(type(e))
     if symbol is None:
         raise NotImplementedError(f"{em.target.name}: no spelling for {type(e).__name__}")
-    if isinstance(e, _WRAPPING) and e.dtype.is_int and e.dtype.is_signed:
-        u = em.type(T.scalar_type(f"u{e.dtype.bits}"))
+    if isinstance(e, _WRAPPING) and e.dtype.is_int and (e.dtype.is_signed
+                                                        or e.dtype.bits < 32):
+        u = em.type(wrapping_unsigned(e.dtype))
         return f"(({em.type(e.dtype)})(({u}){lhs} {symbol} ({u}){rhs}))"
     if isinstance(e, E.Compare):
         return f"({lhs} {symbol} {rhs})"
@@ -487,7 +496,8 @@ def _seq_for(s, em):
             f"- 1) / ({ut})(0 - ({ut}){step}) + 1;")
     em.emit(f"for ({ut} {k} = 0; {k} < {trips}; {k}++) {{")
     em.depth += 1
-    em.emit(f"{em.name(s.var)} = ({t})(({ut}){start} + {k} * ({ut}){step});")
+    wt = em.type(wrapping_unsigned(dtype))
+    em.emit(f"{em.name(s.var)} = ({t})(({wt}){start} + ({wt}){k} * ({wt}){step});")
     em.depth -= 1
     em.block(s.body)
     em.emit("} }")

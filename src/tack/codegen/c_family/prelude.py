@@ -98,7 +98,9 @@ class Prelude:
 
     def _text(self, name, dtype) -> str:
         t = self.target.type(dtype)
-        u = self.target.type(T.scalar_type(f"u{dtype.bits}")) if dtype.is_int else t
+        # the unsigned type helpers wrap in: 32 bits at least, as C computes
+        # narrower ones in a signed int (where 16-bit products overflow)
+        u = self.target.type(T.scalar_type(f"u{max(dtype.bits, 32)}")) if dtype.is_int else t
         if name in ("shl", "shr"):
             builder = _shl if name == "shl" else _shr
             text = builder(t, u, dtype.is_signed, dtype.name, dtype.bits)
