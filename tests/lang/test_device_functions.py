@@ -478,6 +478,28 @@ def test_a_store_reads_its_value_before_its_index(n, debug, rng):
 
 
 @tack.kernel
+def k_atomics_left_to_right(c, out):
+    for i in range(1):
+        out[0] = tack.atomic_add(c, 0, 1) - tack.atomic_add(c, 0, 10)
+        out[1] = c[0] + tack.atomic_add(c, 0, 100)
+        out[2] = min(tack.atomic_add(c, 0, 1000), tack.atomic_add(c, 0, 1))
+        out[3] = tack.atomic_add(c, 1, 1) if out[0] < 0 else tack.atomic_add(c, 1, 5)
+
+
+def test_operands_with_atomics_evaluate_left_to_right():
+    # C leaves operand order open: the generated C sequences them
+    c, out = tack.zeros(2, tack.i64), tack.zeros(4, tack.i64)
+    k_atomics_left_to_right(c, out)
+    # c[0]: 0 -> 1 -> 11; out[1] reads 11, then 111; min(111, 1111) then 1112
+    assert out.numpy().tolist() == [0 - 1, 11 + 11, 111, 0]
+    assert c.numpy().tolist() == [1112, 1]     # only the chosen arm ran
+    if tack.get_default_device().type == "opencl":   # PoCL happens to go left to right
+        source = tack.inspect(k_atomics_left_to_right, c, out, mode="source")
+        assert len(re.findall(r"tack_o\d+ = atom(ic)?_add\(", source)) == 2, source
+        assert re.search(r"tack_o\d+ = tack_var_c\[", source), source
+
+
+@tack.kernel
 def k_augmented_order(a):
     for i in range(len(a)):
         a[i] += double_in_place(a, i)

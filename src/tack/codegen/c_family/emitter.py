@@ -273,23 +273,24 @@ def wrapping_unsigned(dtype):
 
 @expr.register(E.BinaryOp)
 def _infix(e, em):
-    lhs, rhs = c(e.lhs, em), c(e.rhs, em)
     symbol = _INFIX.get(type(e))
     if symbol is None:
         raise NotImplementedError(f"{em.target.name}: no spelling for {type(e).__name__}")
     if isinstance(e, _WRAPPING) and e.dtype.is_int and (e.dtype.is_signed
                                                         or e.dtype.bits < 32):
         u = em.type(wrapping_unsigned(e.dtype))
-        return f"(({em.type(e.dtype)})(({u}){lhs} {symbol} ({u}){rhs}))"
+        return in_order(em, lambda lhs, rhs: (f"(({em.type(e.dtype)})(({u}){lhs} {symbol} "
+                                               f"({u}){rhs}))"), e.lhs, e.rhs)
     if isinstance(e, E.Compare):
-        return f"({lhs} {symbol} {rhs})"
-    return f"(({em.type(e.dtype)})({lhs} {symbol} {rhs}))"
+        return in_order(em, lambda lhs, rhs: f"({lhs} {symbol} {rhs})", e.lhs, e.rhs)
+    return in_order(em, lambda lhs, rhs: f"(({em.type(e.dtype)})({lhs} {symbol} {rhs}))",
+                    e.lhs, e.rhs)
 
 
 def _helper(name):
     def build(e, em):
         fn = em.prelude.helper(name, e.dtype)
-        return f"{fn}({c(e.lhs, em)}, {c(e.rhs, em)})"
+        return in_order(em, lambda lhs, rhs: f"{fn}({lhs}, {rhs})", e.lhs, e.rhs)
     return build
 
 
@@ -304,7 +305,8 @@ expr.register(E.RShift)(_helper("shr"))
 @expr.register(E.Pow)
 def _pow(e, em):
     if e.dtype.is_float:
-        return f"{em.target.math('pow', e.dtype)}({c(e.lhs, em)}, {c(e.rhs, em)})"
+        name = em.target.math('pow', e.dtype)
+        return in_order(em, lambda lhs, rhs: f"{name}({lhs}, {rhs})", e.lhs, e.rhs)
     return _helper("ipow")(e, em)
 
 
@@ -367,7 +369,7 @@ def _cast(e, em):
 def _math(e, em):
     name = em.target.math(_MATH[type(e)], e.dtype)
     if isinstance(e, E.MathBinary):
-        return f"{name}({c(e.lhs, em)}, {c(e.rhs, em)})"
+        return in_order(em, lambda lhs, rhs: f"{name}({lhs}, {rhs})", e.lhs, e.rhs)
     return f"{name}({c(e.operand, em)})"
 
 
@@ -390,8 +392,8 @@ def _atomic(e, em):
     if helper:
         em.prelude.add_text(f"tack_atomic_{op}_{e.dtype.name}", helper)
     if not e.checked:
-        pointer = f"&{em.name(e.array)}[{c(e.index, em)}]"
-        return em.target.atomic(op, e.dtype, pointer, c(e.value, em))
+        return in_order(em, lambda index, value: em.target.atomic(
+            op, e.dtype, f"&{em.name(e.array)}[{index}]", value), e.index, e.value)
     # debug mode: the index, then the operand, as on the CPU; -1 skips (a zero)
     at, v = em.temp(em.target.index_type, "at"), em.temp(em.type(e.dtype), "v")
     update = em.target.atomic(op, e.dtype, f"&{em.name(e.array)}[{at}]", v)
@@ -437,6 +439,22 @@ def _store(s, em):
 
 def _has_atomic(*exprs) -> bool:
     return any(isinstance(node, E.Atomic) for e in exprs for node in walk(e))
+
+
+def in_order(em, spell, *exprs) -> str:
+    """``spell(texts)`` of ``exprs``, evaluated left to right as in Python. C
+    leaves the order of operands and arguments open, which shows once an
+    atomic is among them (``atomic_add(c, 0, 1) - atomic_add(c, 0, 10)``,
+    ``a[0] + atomic_add(a, 0, 1)``): the operands before the last one holding
+    an atomic are then assigned to temporaries first, in a comma expression,
+    which keeps them inside a conditional arm."""
+    last = max((k for k, e in enumerate(exprs) if k and _has_atomic(e)), default=0)
+    texts, steps = [c(e, em) for e in exprs], []
+    for k in range(last):
+        held = em.temp(em.type(exprs[k].dtype), "o")
+        steps.append(f"{held} = {texts[k]}, ")
+        texts[k] = held
+    return f"({''.join(steps)}{spell(*texts)})" if steps else spell(*texts)
 
 
 @stmt.register(S.ExprStmt)
