@@ -175,3 +175,24 @@ def test_a_launch_of_2_to_the_32_workgroups_is_refused(opencl, count):
             f"index ({limit})")):
         touch_first(a, count)
     assert a.numpy()[0] == 0
+
+
+def test_f32_division_and_sqrt_are_correctly_rounded_where_the_device_can(opencl):
+    # Without the option OpenCL 1.2 allows 2.5 ulp for f32 / and 3 for sqrt
+    import pyopencl as cl
+    fp = opencl.backend.device.single_fp_config
+    exact = bool(fp & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    assert ("-cl-fp32-correctly-rounded-divide-sqrt" in opencl.backend.build_options) \
+        == exact
+    x = np.random.default_rng().uniform(-1e3, 1e3, 4097).astype(np.float32)
+    y = np.random.default_rng().uniform(0.5, 1e3, 4097).astype(np.float32)
+    out = tack.zeros(4097, device=opencl)
+    divide(tack.array(x, device=opencl), tack.array(y, device=opencl), out)
+    if exact:
+        np.testing.assert_array_equal(out.numpy(), x / y)
+
+
+@tack.kernel
+def divide(x, y, out):
+    for i in range(len(x)):
+        out[i] = x[i] / y[i]

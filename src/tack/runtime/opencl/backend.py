@@ -157,6 +157,12 @@ class OpenCLBackend(Backend):
         if atomics64 and "cl_khr_int64_extended_atomics" in extensions:
             atomic += [T.i64, T.u64] + ([T.f64] if fp64 else [])
         self.atomic_dtypes = frozenset(atomic)
+        # OpenCL 1.2 lets f32 / and sqrt be 2.5 and 3 ulp off unless the program
+        # asks for correct rounding, which a device may offer: the language's
+        # arithmetic is IEEE 754's, as on the CPU
+        exact = self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
+        self.build_options = ("-cl-std=CL1.2",) + (
+            ("-cl-fp32-correctly-rounded-divide-sqrt",) if exact else ())
 
     def cache_target(self):
         return ("opencl", self.device.platform.name, self.device.name,
@@ -191,7 +197,7 @@ class OpenCLBackend(Backend):
                          f"OpenCL device {self.device.name!r}", "cl_khr_int64_base_atomics")
         source, entry = generate_c_source(typed, _TARGET)
         try:
-            program = cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
+            program = cl.Program(self.context, source).build(options=list(self.build_options))
         except cl.Error as exc:
             raise RuntimeError(f"compilation failed:\n{exc}") from exc
         kernel = getattr(program, entry)
