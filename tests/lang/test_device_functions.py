@@ -499,6 +499,65 @@ def test_operands_with_atomics_evaluate_left_to_right():
         assert re.search(r"tack_o\d+ = tack_var_c\[", source), source
 
 
+@tack.func
+def negate_in_place(v, k):
+    v[k] = -v[k] - 1
+    return 1
+
+
+@tack.func
+def one(k):
+    return 1
+
+
+@tack.kernel
+def k_short_circuits_once(x, c, out):
+    for i in range(len(x)):
+        out[i, 0] = 1 if x[i] >= 0 and negate_in_place(x, i) > 0 else 2
+        out[i, 1] = tack.atomic_add(c, 0, 1) >= 0 and one(i) > 0
+        out[i, 2] = tack.atomic_add(c, 1, 1) < 0 or one(i) > 0
+        out[i, 3] = 1 < 0 < tack.atomic_add(c, 2, 5) < 100     # stops at 1 < 0
+        out[i, 4] = -1 < 0 <= tack.atomic_add(c, 3, 5) < 1000  # runs it, once
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_and_or_and_chains_evaluate_each_operand_once_and_only_if_reached(debug, rng):
+    # The left operand of and/or was evaluated again after an inlined call on
+    # the right (an atomic twice, a load after the call changed it); a chain's
+    # middle operands ran even when an earlier comparison had failed.
+    n = 5
+    x0 = rng.gen.integers(0, 100, n)
+    x, c, out = tack.array(x0), tack.zeros(4, tack.i64), tack.zeros((n, 5), tack.i64)
+    tack.set_debug(debug)
+    try:
+        k_short_circuits_once(x, c, out)
+    finally:
+        tack.set_debug(False)
+    np.testing.assert_array_equal(out.numpy(), np.tile([1, 1, 1, 0, 1], (n, 1)),
+                                  err_msg=f"seed={rng.seed}")
+    np.testing.assert_array_equal(x.numpy(), -x0 - 1)
+    assert c.numpy().tolist() == [n, n, 0, 5 * n]
+
+
+@tack.kernel
+def k_guarded_read_in_a_chain(x, out):
+    for i in range(len(x)):
+        if i < 0 < x[i + 1000000000000] < 5:    # never reached
+            out[i] = 1
+
+
+def test_a_chain_does_not_read_past_a_failed_comparison():
+    # The read ran regardless: a segfault on the CPU, an IndexError in debug mode
+    out = tack.zeros(4)
+    for debug in (False, True):
+        tack.set_debug(debug)
+        try:
+            k_guarded_read_in_a_chain(tack.zeros(4), out)
+        finally:
+            tack.set_debug(False)
+    np.testing.assert_array_equal(out.numpy(), 0)
+
+
 @tack.kernel
 def k_augmented_order(a):
     for i in range(len(a)):

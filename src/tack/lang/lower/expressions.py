@@ -218,16 +218,17 @@ class ExpressionLowering:
         operands = [node.left] + list(node.comparators)
         result = None
         left = None
+        last = len(node.ops) - 1
         for k, (op, right_node) in enumerate(zip(node.ops, node.comparators)):
             kind = COMPARE.get(type(op))
             if kind is None:
                 raise self.scope.unsupported(type(op).__name__, node)
-            if left is None:
+            if left is None:   # the first two operands always run
                 left, right = self.ordered([operands[0], right_node])
-            else:
-                right = self.conditional(right_node, result)
-            if k < len(node.ops) - 1:
-                right = self.captured(right, "cmp")
+                if k < last:
+                    right = self.captured(right, "cmp")
+            else:              # later ones only once the comparisons before hold
+                result, right = self.conditional(right_node, result, hold=k < last)
             test = kind(left, right, span=self.scope.span(node))
             result = test if result is None else E.And(result, test,
                                                        span=self.scope.span(node))
@@ -238,7 +239,7 @@ class ExpressionLowering:
         kind = E.And if isinstance(node.op, ast.And) else E.Or
         result = self.expr(node.values[0])
         for value in node.values[1:]:
-            rhs = self.conditional(value, result, negate=kind is E.Or)
+            result, rhs = self.conditional(value, result, negate=kind is E.Or)
             result = kind(result, rhs, span=self.scope.span(node))
         return result
 
@@ -299,25 +300,32 @@ class ExpressionLowering:
         self.pre.append(S.If(cond, arms[0], arms[1], span=span))
         return shape.like(E.Name(name, span=span) for name in names)
 
-    def conditional(self, node: ast.expr, guard: E.Expr, negate=False) -> E.Expr:
-        """Lower ``node``, evaluated only when ``guard`` is true (false if negate).
+    def conditional(self, node: ast.expr, guard: E.Expr, negate=False,
+                    hold=False) -> tuple:
+        """``(guard, value)``: ``node`` lowered to be evaluated only when
+        ``guard`` is true (false if ``negate``), and the guard to test instead.
 
-        Plain expressions stay in place (code generators short-circuit); an
-        inlined call moves into an ``if`` on the guard.
+        Plain expressions stay in place (code generators short-circuit). An
+        inlined call moves into an ``if`` on the guard, and so does the whole
+        value with ``hold`` (a chained comparison's middle operand, which is
+        compared twice but may be evaluated once, only when reached): the
+        value is then a temporary, and the guard too, held before the ``if``
+        so that it is evaluated once.
         """
         mark = len(self.pre)
         value = self.expr(node)
-        if len(self.pre) == mark:
-            return value
+        if len(self.pre) == mark and not (hold and not is_trivial(value)):
+            return guard, value
         body = tuple(self.pre[mark:])
         del self.pre[mark:]
+        guard = self.captured(guard, "guard")
         result = self.names.fresh("cond")
         span = self.scope.span(node)
         test = E.Not(guard, span=span) if negate else guard
         self.pre.append(S.Assign(result, E.Const(0, span=span), span=span))
         self.pre.append(S.If(test, body + (S.Assign(result, value, span=span),), (),
                              span=span))
-        return E.Name(result, span=span)
+        return guard, E.Name(result, span=span)
 
     def expr_Call(self, node: ast.Call) -> E.Expr:
         results = self.call(node)
