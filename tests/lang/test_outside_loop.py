@@ -299,3 +299,82 @@ def test_a_range_that_depends_on_a_branch_is_rejected():
                "it (an if, also one inside a device function) at line ")
     with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(message)):
         k_range_from_a_branch(tack.zeros(4, tack.i64), 3, 1)
+
+
+# -- names the loop shares with what comes before it ------------------------------------
+
+@tack.kernel
+def k_loop_variable_named_like_a_parameter(out, i):
+    m = i * 2                          # the parameter: the loop rebinds i only when it starts
+    for i in range(len(out)):
+        out[i] = m * 100 + i
+
+
+@tack.kernel
+def k_loop_variable_named_like_a_local(out, a):
+    i = a * 0.5                        # a float local
+    m = i + 1.0
+    for i in range(len(out)):
+        out[i] = m + i
+
+
+@tack.kernel
+def k_ndindex_variable_named_like_a_parameter(out, j):
+    m = j + 1
+    for i, j in tack.ndindex(out.shape[0], out.shape[1]):
+        out[i, j] = m * 100 + i * 10 + j
+
+
+@tack.kernel
+def k_parameter_widened_before_the_loop(out, n, a):
+    n = tack.i64(n) * 4                # language.md's advice for products past 2**31
+    a = a / 2
+    for i in range(len(out)):
+        out[i] = n + a
+
+
+@tack.kernel
+def k_parameter_assigned_in_a_branch(out, n, flag):
+    if flag:
+        n = n * 1.5
+    for i in range(len(out)):
+        out[i] = n
+
+
+@tack.kernel
+def k_loop_variables_rebound_in_the_body(out):
+    for i in range(len(out)):
+        s = 0.0
+        for j in range(4):
+            j = j / 2                  # Python's range goes on with the next value
+            s += j
+        i = i / 2
+        out[int(i * 2)] = i + s
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 7])
+def test_loop_variables_and_rebound_parameters_keep_python_semantics(n):
+    # The loop variable shared the IR name of a parameter or a pre-loop local
+    # (wrong values on the CPU, a C build error on OpenCL); a parameter assigned
+    # before the loop kept the argument's type (2**30 * 4 wrapped to 0, 3 / 2 gave
+    # 1); a rebound loop variable was truncated, or crashed the CPU build.
+    out = tack.zeros(n, tack.i64)
+    k_loop_variable_named_like_a_parameter(out, 3)
+    np.testing.assert_array_equal(out.numpy(), 600 + np.arange(n))
+    out = tack.zeros(n, tack.f64)
+    k_loop_variable_named_like_a_local(out, 3)
+    np.testing.assert_array_equal(out.numpy(), 2.5 + np.arange(n))
+    grid = tack.zeros((n, 3), tack.i64)
+    k_ndindex_variable_named_like_a_parameter(grid, 4)
+    i, j = np.indices((n, 3))
+    np.testing.assert_array_equal(grid.numpy(), 500 + 10 * i + j)
+    out = tack.zeros(n, tack.f64)
+    k_parameter_widened_before_the_loop(out, 2**30, 3)
+    np.testing.assert_array_equal(out.numpy(), np.full(n, 2.0**32 + 1.5))
+    for flag, want in ((1, 4.5), (0, 3.0)):
+        out = tack.zeros(n, tack.f64)
+        k_parameter_assigned_in_a_branch(out, 3, flag)
+        np.testing.assert_array_equal(out.numpy(), np.full(n, want))
+    out = tack.zeros(n, tack.f64)
+    k_loop_variables_rebound_in_the_body(out)
+    np.testing.assert_array_equal(out.numpy(), np.arange(n) / 2 + 3.0)

@@ -39,6 +39,13 @@ def names_in(tree: ast.AST) -> set[str]:
     return found
 
 
+def stores_to(statements, name: str) -> bool:
+    """Whether any of ``statements`` (AST) assigns ``name``: an assignment,
+    an augmented one, or a loop target."""
+    return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+               and node.id == name for stmt in statements for node in ast.walk(stmt))
+
+
 def assigned_names(tree: ast.FunctionDef) -> set[str]:
     """Names a function binds: parameters, assignment and loop targets."""
     bound = {a.arg for a in tree.args.args}

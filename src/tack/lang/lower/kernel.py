@@ -20,7 +20,7 @@ from ...ir import statements as S
 from ...ir.passes.common import EPILOGUE_SUFFIX
 from ...ir.traversal import rewrite, walk
 from ..bindings import Intrinsic
-from ..names import NameAllocator, names_in
+from ..names import NameAllocator, names_in, stores_to
 from ..validate import find_parallel_loop, validate_source
 from .arrays import array_uses, ndim_of
 from .bounds import ERRORS, EXTENTS, SLOTS, BoundsLowering
@@ -68,6 +68,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         self.active: set = set()
         self.scope: Scope = None
         self.array_params: set = set()
+        self.loop_sources: dict = {}   # IR name of a parallel loop variable -> source
 
     # -- entry --------------------------------------------------------------------
     def lower(self) -> Lowered:
@@ -83,7 +84,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         if self.debug:
             params = self.hidden_params(params)
         preamble, loop_node = self.split_body(tree)
-        pre_ir = self.block(preamble)
+        pre_ir = self.rebound_params(preamble, tree) + self.block(preamble)
         scope.check_outside_loop(pre_ir)
         loop = self.parallel_loop(loop_node, pre_ir)
         kernel = S.Function(self.source.name, params, pre_ir + (loop,),
@@ -91,6 +92,46 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         if returned is None:
             return Lowered(kernel, None, None, None, tuple(self.sites))
         return self.epilogue(tree, returned, kernel, pre_ir)
+
+    def rebound_params(self, preamble, tree) -> tuple:
+        """A scalar parameter that the statements before the loop assign is a
+        local of its own from the start, copied from the argument, so that its
+        type is the join of everything assigned to it (``n = tack.i64(n) * 4``
+        must not wrap back to the argument's i32). Inside the loop, localize
+        does the same for parameters assigned there."""
+        out = []
+        for name in [a.arg for a in tree.args.args]:
+            if name in self.scalar_params and stores_to(preamble, name):
+                local = self.scope.rename[name] = self.names.fresh(name)
+                out += self.assign_local(local, E.Name(name, span=self.source.span(tree)),
+                                         tree)
+        return tuple(out)
+
+    def loop_variable(self, name: str) -> str:
+        """The IR name of a parallel loop variable. Where the name already holds
+        a scalar parameter or a local of the statements before the loop, the
+        loop's variable is a new one (the loop's bounds read the old value;
+        Python rebinds the name only when the loop starts)."""
+        ir_name = self.scope.rename.get(name, name)
+        if (ir_name in self.scalar_params or ir_name in self.scalar_locals
+                or ir_name in self.vector_locals):
+            ir_name = self.scope.rename[name] = self.names.fresh(name)
+        self.loop_sources[ir_name] = name
+        return ir_name
+
+    def counted(self, vars_, prefix, node: ast.For, span) -> tuple:
+        """``(vars_, prefix)`` where the body assigns a loop variable: the loop
+        counts in a hidden variable, copied into it as each iteration starts
+        (Python's next iteration takes the next value whatever the body did)."""
+        out, starts = [], []
+        for var in vars_:
+            source = self.loop_sources.get(var)
+            if source is not None and stores_to(node.body, source):
+                counter = self.names.fresh(f"{source}_idx")
+                starts.append(S.Assign(var, E.Name(counter, span=span), span=span))
+                var = counter
+            out.append(var)
+        return tuple(out), tuple(starts) + tuple(prefix)
 
     def hidden_params(self, params) -> tuple:
         """Debug mode: slots in the extents array, and the two hidden arrays."""
@@ -136,6 +177,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         else:
             raise scope.unsupported("parallel loop over something other than range() "
                                     "or tack.ndindex()", node.iter)
+        vars_, prefix = self.counted(vars_, prefix, node, span)
         at_loop = _values_at_loop(pre_ir)
         extents = tuple(self.host_extent(e, at_loop, node) for e in extents)
         scope.loops.append("parallel")
@@ -163,7 +205,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
                                     "range", node.iter)
         self.pre = saved
         span = scope.span(node)
-        var = node.target.id
+        var = self.loop_variable(node.target.id)
         if len(values) == 1:
             return (var,), (values[0],), ()
         start, stop = values[0], values[1]
@@ -202,7 +244,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         if self.pre:
             raise scope.unsupported("device function call in tack.ndindex()", node.iter)
         self.pre = saved
-        names = tuple(t.id for t in targets)
+        names = tuple(self.loop_variable(t.id) for t in targets)
         if len(args) <= 3:
             return names, tuple(extents), ()
         return self.flattened_space(names, extents, scope.span(node))

@@ -8,6 +8,7 @@ import copy
 from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
+from ..names import stores_to
 from .expressions import BINARY
 from .vectors import Vec
 
@@ -305,9 +306,16 @@ class StatementLowering:
             args.append(E.Const(1, span=span))
         start, stop, step = (self.captured(a, "range") for a in args)
         var = scope.rename.get(node.target.id, node.target.id)
+        starts = ()
+        if stores_to(node.body, node.target.id):
+            # the body rebinds the variable: the loop counts in a hidden one,
+            # copied into it as each iteration starts, as Python's range goes on
+            counter = self.names.fresh(f"{node.target.id}_idx")
+            starts = (S.Assign(var, E.Name(counter, span=span), span=span),)
+            var = counter
         scope.loops.append("seq")
         try:
-            body = self.block(node.body)
+            body = starts + self.block(node.body)
         finally:
             scope.loops.pop()
         return [S.SeqFor(var, start, stop, step, body, span=span)]
