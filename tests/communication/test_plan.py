@@ -2,6 +2,8 @@
 
 import re
 import secrets
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -114,3 +116,21 @@ def test_run_errors():
     values = {0: tack.arange(4, dtype=tack.f32), 1: tack.zeros(2)}
     plan.run(values)
     np.testing.assert_array_equal(values[1].numpy(), [0.0, 3.0])
+
+
+def test_a_dropped_plan_of_a_one_process_world_imports_no_mpi():
+    # Its __del__ imported mpi4py.MPI to ask whether MPI had finalized, which
+    # initialized MPI in a process that never meant to use it
+    script = (
+        "import gc, sys\n"
+        "import tack\n"
+        "blocks = tack.Blocks(['cpu', 'cpu'], tack.World())\n"
+        "plan = tack.Plan(blocks, {0: {1: [0]}, 1: {0: [0]}}, {0: {1: [1]}, 1: {0: [1]}})\n"
+        "plan.run({0: tack.zeros(2), 1: tack.zeros(2)})\n"
+        "del plan\n"
+        "gc.collect()\n"
+        "print('mpi4py.MPI' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

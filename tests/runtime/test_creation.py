@@ -331,3 +331,12 @@ def test_like_of_a_numpy_array_without_a_tack_type():
     with pytest.raises(TypeError, match=re.escape(BOOL_MESSAGE)):
         tack.zeros_like(np.zeros(2, bool))
     check(tack.zeros_like(np.zeros(2, bool), dtype=tack.i32), (2,), tack.i32, [0, 0])
+
+
+@pytest.mark.parametrize("shape", [(1 << 62, 4), (1 << 40, 1 << 40)])
+def test_an_array_past_what_the_cpu_can_allocate_is_a_memory_error(shape):
+    # NumPy's "Maximum allowed dimension exceeded" came through as a ValueError
+    nbytes = shape[0] * shape[1] * 4
+    with pytest.raises(MemoryError, match=re.escape(
+            f"cannot allocate {nbytes} bytes on the CPU")):
+        tack.empty(shape, tack.f32, device="cpu")

@@ -21,6 +21,8 @@ the run then drains and raises, or runs again without speculating.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import types as T
@@ -273,13 +275,12 @@ class _Requests:
 
     def __del__(self):
         """A plan dropped without ``free()``: its requests go with it (not at
-        exit, after MPI has finalized)."""
-        try:
-            from mpi4py import MPI
-            if MPI.Is_finalized():
-                return
-        except ImportError:   # a stand-in communicator (tests)
-            pass
+        exit, after MPI has finalized). mpi4py is only looked up, never
+        imported: importing it would initialize MPI in a process whose World()
+        has none (and a stand-in communicator's requests need no MPI)."""
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and mpi.Is_finalized():
+            return
         self.free()
 
     def free(self) -> None:

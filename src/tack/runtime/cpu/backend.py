@@ -56,6 +56,13 @@ class HostBuffer:
     __slots__ = ("raw", "address", "nbytes")
 
     def __init__(self, nbytes: int):
+        try:
+            self._allocate(nbytes)
+        except (ValueError, OverflowError) as exc:   # NumPy's refusal of the size
+            raise MemoryError(f"cannot allocate {nbytes} bytes on the CPU: {exc}") \
+                from None
+
+    def _allocate(self, nbytes: int) -> None:
         if nbytes < STAGGER_FROM:
             raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
             base = raw.__array_interface__["data"][0]  # cheaper than raw.ctypes.data
