@@ -702,6 +702,30 @@ def test_an_assignment_that_reads_its_own_target(n, rng):
     np.testing.assert_array_equal(p.numpy(), p0[:, [2, 0, 1]], err_msg=msg)
 
 
+@tack.kernel
+def k_tuple_swaps(p, q, m):
+    for i in range(len(p)):
+        v = p[i]
+        w = q[i]
+        v, w = w, v
+        p[i], q[i] = v, w                  # swapped once
+        p[i], q[i] = q[i], p[i]            # and back
+        a = m[i]
+        a, s = a.T, 2.0
+        m[i] = a * s
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_tuple_assignment_of_vectors_and_matrices(n, rng):
+    # A vector in a tuple's values was refused ("a vec3 where a scalar is needed")
+    p0, q0, m0 = vecs(rng, n, (3,)), vecs(rng, n, (3,)), vecs(rng, n, (2, 2))
+    p, q, m = varr(p0, tack.vec3()), varr(q0, tack.vec3()), varr(m0, tack.mat22())
+    k_tuple_swaps(p, q, m)
+    np.testing.assert_array_equal(p.numpy(), p0)
+    np.testing.assert_array_equal(q.numpy(), q0)
+    np.testing.assert_array_equal(m.numpy(), 2 * m0.transpose(0, 2, 1))
+
+
 # -- f64 vectors and 2-D arrays of vectors ----------------------------------------------------
 
 @tack.kernel

@@ -130,9 +130,11 @@ class StatementLowering:
             if len(value_node.elts) != len(target.elts):
                 raise self.scope.unsupported("unpacking of a tuple of another length",
                                              node)
-            # Every value is read before any target is bound: ``x, y = y, x``.
-            values = [self.captured(v, "value") if not isinstance(v, E.Name)
-                      else self.snapshot(v) for v in self.ordered(value_node.elts)]
+            # Every value is read before any target is bound: ``x, y = y, x``,
+            # also for vectors and matrices (``p[i], q[i] = q[i], p[i]``).
+            values = [v.like(self.held(c) for c in v.comps) if isinstance(v, Vec)
+                      else self.held(v)
+                      for v in self.ordered(value_node.elts, vectors=True)]
         elif isinstance(value_node, ast.Call):
             values = self.call(value_node)
             if not values or len(values) != len(target.elts):
@@ -146,6 +148,12 @@ class StatementLowering:
         for elt, value in zip(target.elts, values):
             out.extend(self.assign_value(elt, value, node))
         return out
+
+    def held(self, value: E.Expr) -> E.Expr:
+        """``value`` read now, into a temporary unless it is a constant."""
+        if isinstance(value, E.Name):
+            return self.snapshot(value)
+        return self.captured(value, "value")
 
     def snapshot(self, name: E.Name) -> E.Name:
         copy, assign = self.capture(name, "value")
