@@ -6,6 +6,7 @@ in a kernel goes through Python's ``print``, one whole line per call.
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -342,3 +343,31 @@ def test_an_array_only_the_return_uses(n, rng):
     got = k_return_reads_another_array(a, tack.array(b_np))
     assert got == pytest.approx(float(b_np[-1]) + n)
     np.testing.assert_array_equal(a.numpy(), np.ones(3, np.float32))
+
+
+@tack.kernel
+def k_returns_a_loop_local(a) -> float:
+    for i in range(len(a)):
+        t = a[i] * 2.0
+        a[i] = t
+    return t
+
+
+@tack.kernel
+def k_returns_the_loop_variable_named_like_a_parameter(a, i) -> int:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return i
+
+
+@pytest.mark.parametrize("kernel, name, line", [
+    (k_returns_a_loop_local, "t", 6),
+    (k_returns_the_loop_variable_named_like_a_parameter, "i", 5)])
+def test_a_return_that_uses_a_name_bound_in_the_loop_is_a_name_error(kernel, name, line):
+    # the loop variable renamed apart from the parameter is named as written
+    args = (tack.zeros(3),) if kernel is k_returns_a_loop_local else (tack.zeros(3), 7)
+    with pytest.raises(NameError, match=re.escape(
+            f"Kernel '{kernel.name}': the returned value uses '{name}', which is bound only "
+            f"inside the parallel loop (a return can use parameters, arrays and names bound "
+            f"before the loop) at line {line}, column 5")):
+        kernel(*args)

@@ -389,11 +389,13 @@ def _check_returned_names(scope, kernel, pre_ir, body, value, node) -> None:
                 bound.add(sub.target)
             elif isinstance(sub, S.SeqFor):
                 bound.add(sub.var)
+    source_names = {ir: name for name, ir in scope.rename.items()}
     for root in body + (value,):
         for sub in walk(root):
             if isinstance(sub, E.Name) and sub.id not in bound:
+                name = source_names.get(sub.id, sub.id)   # a renamed loop variable
                 raise scope.error(
-                    NameError, f"the returned value uses '{sub.id}', which is bound "
+                    NameError, f"the returned value uses '{name}', which is bound "
                     f"only inside the parallel loop (a return can use parameters, "
                     f"arrays and names bound before the loop)", node)
 
