@@ -269,7 +269,7 @@ def test_new_lengths_reuse_the_compiled_kernels():
     kernels = (reduce_kernels.float_partials, reduce_kernels.min_partials,
                reduce_kernels.combine_sum, scan.chunk_totals, scan.chunk_scan,
                scan.scan_totals, sort.digit_counts, sort.digit_offsets, sort.scatter,
-               histogram.count_keys)
+               histogram.count_keys, histogram.chunk_counts, histogram.add_rows)
     counts = None
     # lengths within one chunk and across several (65,536 for the scans and
     # sums, 32,768 for the sort): the chunk counts were baked in too

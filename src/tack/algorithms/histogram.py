@@ -5,12 +5,44 @@ from __future__ import annotations
 from .. import types as T
 from ..lang.intrinsics import atomic_add
 from ..runtime.array import shares_memory
-from ..runtime.creation import zeros
+from ..runtime.creation import empty, zeros
 from ..runtime.kernel import library_kernel
 from .common import (require_1d, require_array, require_count, require_writable,
                      same_device)
 
 _KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
+
+
+# Up to this many bins, each chunk of keys counts into a row of its own and
+# the rows are summed (no atomics); the rows take at most PRIVATE_CELLS counts.
+# One atomic add per key, which many keys on few bins make contended between
+# threads, ran 10M keys into 16 bins 74 times as long as a serial loop.
+PRIVATE_BINS = 4096
+PRIVATE_CELLS = 1 << 21
+CHUNK = 1 << 15
+
+
+@library_kernel
+def chunk_counts(keys, rows, chunk, bins, n):
+    for c in range(len(rows) // bins):
+        base = c * bins
+        for b in range(bins):
+            rows[base + b] = 0
+        lo = c * chunk
+        hi = min(lo + chunk, n)
+        for i in range(lo, hi):
+            k = keys[i]
+            if k >= 0 and T.u64(k) < T.u64(bins):   # as in count_keys
+                rows[base + k] += 1
+
+
+@library_kernel
+def add_rows(rows, out, chunks, bins):
+    for b in range(bins):
+        total = rows[b]
+        for c in range(1, chunks):
+            total += rows[c * bins + b]
+        out[b] += total
 
 
 @library_kernel
@@ -51,5 +83,19 @@ def histogram(keys, bins: int, out=None):
         raise ValueError(f"histogram() out is not aligned to its {out._scalar.itemsize}-"
                          f"byte elements (address {out._ptr:#x}); the counts are atomic "
                          f"adds, which need naturally aligned memory")
-    count_keys(keys, out, bins)
+    _count(keys, out, bins)
     return out
+
+
+def _count(keys, out, bins: int) -> None:
+    """Private rows summed where there are few bins, one atomic add per key
+    where there are many (the rows would take too much memory)."""
+    n = keys.size
+    if bins > PRIVATE_BINS or n == 0 or bins == 0:
+        count_keys(keys, out, bins)
+        return
+    chunk = max(CHUNK, -(-n * bins // PRIVATE_CELLS))
+    chunks = -(-n // chunk)
+    rows = empty(chunks * bins, T.i64, device=keys.device)
+    chunk_counts(keys, rows, chunk, bins, n)
+    add_rows(rows, out, chunks, bins)
