@@ -287,3 +287,15 @@ def test_new_lengths_reuse_the_compiled_kernels():
         now = [len(k._variants) for k in kernels]
         assert counts is None or now == counts, f"length {n} compiled {now} (was {counts})"
         counts = now
+
+
+@pytest.mark.parametrize("bins", [1, 16, 4096, 4097, 70_000])
+@pytest.mark.parametrize("n", [0, 1, 7, 100_003])
+def test_histogram_private_rows_and_atomics_agree_with_bincount(bins, n):
+    # up to 4,096 bins the chunks count into rows of their own; past it, atomics
+    gen = np.random.default_rng()
+    host = gen.integers(-3, bins + 3, n).astype(np.int64)   # some keys out of range
+    out = tack.full(bins, 5, tack.i32)                      # counted into: added to
+    A.histogram(tack.array(host), bins, out=out)
+    inside = host[(host >= 0) & (host < bins)]
+    np.testing.assert_array_equal(out.numpy(), 5 + np.bincount(inside, minlength=bins))
