@@ -1,5 +1,6 @@
 """tack.algorithms against NumPy: scans, reductions, radix sort, histogram."""
 
+import math
 import re
 import secrets
 
@@ -299,3 +300,17 @@ def test_histogram_private_rows_and_atomics_agree_with_bincount(bins, n):
     A.histogram(tack.array(host), bins, out=out)
     inside = host[(host >= 0) & (host < bins)]
     np.testing.assert_array_equal(out.numpy(), 5 + np.bincount(inside, minlength=bins))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 9, 17, 65_537, 131_081])
+def test_min_max_find_a_nan_in_any_lane(dtype, n):
+    # eight lanes compare past NaNs; a loop of their own counts them
+    gen = np.random.default_rng()
+    for where in sorted({0, min(7, n - 1), min(8, n - 1), n // 2, n - 1}):
+        host = gen.uniform(-5, 5, n).astype(dtype)
+        x = tack.array(host)
+        assert A.min(x) == host.min() and A.max(x) == host.max()
+        host[where] = np.nan
+        x = tack.array(host)
+        assert math.isnan(A.min(x)) and math.isnan(A.max(x)), (n, where)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from .. import types as T
 from ..runtime.creation import empty, zeros
-from .reduce_kernels import (combine_sum, float_partials, int_partials,
-                             max_partials, min_partials)
+from .reduce_kernels import (combine_sum, float_partials, int_max_partials,
+                             int_min_partials, int_partials, max_partials,
+                             min_partials)
 from .common import CHUNK, chunks_of, require_array, same_device
 
 
@@ -52,22 +53,27 @@ def _extreme(name, values, partials_kernel, combine):
     if x.size == 0:
         raise ValueError(f"{name} reduction requires a nonempty array")
     partial = empty(chunks_of(x.size), x.dtype, device=x.device)
-    partials_kernel(x, partial, CHUNK, x.size)
+    float_kernel, int_kernel = partials_kernel
+    if x.dtype.is_float:   # eight lanes, the NaNs counted apart
+        nans = empty(partial.size, T.i64, device=x.device)
+        float_kernel(x, partial, nans, CHUNK, x.size)
+        if nans.numpy().any():
+            return float("nan")
+    else:
+        int_kernel(x, partial, CHUNK, x.size)
     parts = partial.numpy()
-    if x.dtype.is_float and (parts != parts).any():
-        return float("nan")
     value = combine(parts)
     return float(value) if x.dtype.is_float else int(value)
 
 
 def min(values):
     """Smallest element (NaN if any element is NaN)."""
-    return _extreme("min", values, min_partials, lambda p: p.min())
+    return _extreme("min", values, (min_partials, int_min_partials), lambda p: p.min())
 
 
 def max(values):
     """Largest element (NaN if any element is NaN)."""
-    return _extreme("max", values, max_partials, lambda p: p.max())
+    return _extreme("max", values, (max_partials, int_max_partials), lambda p: p.max())
 
 
 __all__ = ["sum", "min", "max"]
