@@ -234,6 +234,36 @@ def test_literal_integer_powers(dtype, rng):
                 f"(n={n} {rng})"
 
 
+@tack.kernel
+def integer_exponents(a, e, k, out, out_k):
+    for i in range(len(a)):
+        out[i] = a[i] ** e[i]
+        out_k[i] = a[i] ** k
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+@pytest.mark.parametrize("k", [0, 3, -5, 16, -16, 17, -40])
+def test_powers_with_integer_exponents_held_in_variables(dtype, k, rng):
+    # f32 on the CPU: the bits of |k| pick the factors (pow past 16), within one
+    # ulp of the exact power; elsewhere pow, within two
+    specials = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0]
+    for n in SIZES:
+        a_np = rng.floats(dtype, n, -3.0, 3.0)
+        a_np[: min(n, len(specials))] = np.array(specials[:n]).astype(dtype.numpy)
+        e_np = rng.ints(tack.i32, n, -20, 20)
+        out, out_k = zeros(n, dtype), zeros(n, dtype)
+        integer_exponents(tack.asarray(a_np), tack.asarray(e_np), k, out, out_k)
+        for got, exps in ((out.numpy(), e_np), (out_k.numpy(), np.full(n, k))):
+            want = np.array([_exact_power(float(x), int(e), dtype) if e else 1.0
+                             for x, e in zip(a_np, exps)], dtype=dtype.numpy)
+            finite = np.isfinite(want) & (want != 0)
+            np.testing.assert_array_equal(got[~finite], want[~finite], err_msg=str(rng))
+            np.testing.assert_array_equal(np.signbit(got[~finite]), np.signbit(want[~finite]))
+            err = _ulps(got[finite], want[finite], dtype)
+            assert err.size == 0 or err.max() <= 2, (f"{dtype} ** {k}: {err.max()} ulp "
+                                                     f"(n={n} {rng})")
+
+
 @pytest.mark.skipif(tack.get_default_device().type != "cpu", reason="LLVM IR: CPU only")
 def test_literal_integer_powers_are_multiplied_out():
     # pow stayed a libm call per lane: x ** 3 over f32 ran 15 times as long

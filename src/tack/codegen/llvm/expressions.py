@@ -136,6 +136,12 @@ def _pow(e, em):
     k = powers.literal_exponent(e.rhs) if e.dtype.is_float else None
     if k is not None:
         return powers.integer_power(em, lhs, k)
+    exponent = e.rhs.operand if isinstance(e.rhs, E.Cast) else None
+    # f32 only: the f64 two-term chain behind bit selects stayed scalar (4M
+    # f64 ** a run-time k: 25 ms, against pow's 19.6 ms)
+    if e.dtype == T.f32 and exponent is not None and exponent.dtype.is_int:
+        return powers.variable_integer_power(em, lhs, value(exponent, em),
+                                             exponent.dtype.is_signed)
     rhs = value(e.rhs, em)
     if e.dtype.is_float:
         return em.builder.call(em.overloaded("llvm.pow", lhs.type, 2), [lhs, rhs])

@@ -98,3 +98,71 @@ def _reciprocal(em, x):
     q = b.fdiv(one, x)
     residual = _fma(em, b.fneg(q), x, one)
     return q, b.fdiv(residual, x)
+
+
+def variable_integer_power(em, x, k, signed: bool):
+    """``x ** k`` for an integer ``k`` known only at run time (``k`` the LLVM
+    integer, ``signed`` its type's signedness; the code generator uses it for
+    f32 ``x``, where it vectorizes): where ``|k| <= MAX_EXPONENT``,
+    the same products as a literal exponent's, each factor picked by a bit of
+    ``|k|`` (no loop, so the kernel's loop still vectorizes once LLVM moves a
+    loop-invariant test out of it); otherwise ``pow``."""
+    b = em.builder
+    k = b.sext(k, ir.IntType(64)) if signed and k.type.width < 64 else (
+        b.zext(k, ir.IntType(64)) if k.type.width < 64 else k)
+    zero = ir.Constant(k.type, 0)
+    negative = b.icmp_signed("<", k, zero) if signed else ir.Constant(ir.IntType(1), 0)
+    n = b.select(negative, b.sub(zero, k), k)
+    small = b.icmp_unsigned("<=", n, ir.Constant(k.type, MAX_EXPONENT))
+    fast, slow, done = em.block("pow.bits"), em.block("pow.call"), em.block("pow.done")
+    b.cbranch(small, fast, slow)
+    b.position_at_end(fast)
+    product = _bit_power(em, x, n, negative)
+    fast_end = b.block
+    b.branch(done)
+    b.position_at_end(slow)
+    exponent = (b.sitofp if signed else b.uitofp)(k, x.type)
+    called = b.call(em.overloaded("llvm.pow", x.type, 2), [x, exponent])
+    slow_end = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    phi = b.phi(x.type)
+    phi.add_incoming(product, fast_end)
+    phi.add_incoming(called, slow_end)
+    return phi
+
+
+def _bit_power(em, x, n, negative):
+    """``x ** (±n)`` for ``n <= MAX_EXPONENT``: ``_chain``'s arithmetic, with
+    the bits of ``n`` choosing each factor (a factor of 1 is exact)."""
+    b = em.builder
+    bits = [b.icmp_unsigned("!=", b.and_(n, ir.Constant(n.type, 1 << k)),
+                            ir.Constant(n.type, 0)) for k in range(5)]
+    if x.type == ir.FloatType():
+        wide = b.fpext(x, ir.DoubleType())
+        one = ir.Constant(wide.type, 1.0)
+        base = b.select(negative, b.fdiv(one, wide), wide)
+        result = _picked(bits, base, one, b.fmul, lambda v, w: b.select(v[0], v[1], w))
+        return b.fptrunc(result, x.type)
+    one, nothing = ir.Constant(x.type, 1.0), ir.Constant(x.type, 0.0)
+    plain = _picked(bits, b.select(negative, b.fdiv(one, x), x), one, b.fmul,
+                    lambda v, w: b.select(v[0], v[1], w))
+    inverse = _reciprocal(em, x)
+    pair = (b.select(negative, inverse[0], x), b.select(negative, inverse[1], nothing))
+    result = _picked(bits, pair, (one, nothing), lambda p, q: _two_product(em, p, q),
+                     lambda v, w: (b.select(v[0], v[1][0], w[0]),
+                                   b.select(v[0], v[1][1], w[1])))
+    magnitude = b.call(em.overloaded("llvm.fabs", x.type), [plain])
+    usable = b.and_(b.fcmp_ordered("<", magnitude, ir.Constant(x.type, float("inf"))),
+                    b.fcmp_ordered("!=", magnitude, nothing))
+    return b.select(usable, result[0], plain)
+
+
+def _picked(bits, base, one, multiply, pick):
+    """The product of ``base ** (2 ** k)`` over the set ``bits``."""
+    result, square = one, base
+    for k, bit in enumerate(bits):
+        result = multiply(result, pick((bit, square), one))
+        if k + 1 < len(bits):
+            square = multiply(square, square)
+    return result
