@@ -267,7 +267,7 @@ def test_new_lengths_reuse_the_compiled_kernels():
     import sys
     from tack.algorithms import reduce_kernels, scan, sort
     histogram = sys.modules["tack.algorithms.histogram"]   # the name is the function's
-    kernels = (reduce_kernels.float_partials, reduce_kernels.min_partials,
+    kernels = (reduce_kernels.float_partials, reduce_kernels.float_max_partials,
                reduce_kernels.combine_sum, scan.chunk_totals, scan.chunk_scan,
                scan.scan_totals, sort.digit_counts, sort.digit_offsets, sort.scatter,
                histogram.count_keys, histogram.chunk_counts, histogram.add_rows)

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from .. import types as T
 from ..runtime.creation import empty, zeros
-from .reduce_kernels import (combine_sum, float_partials, int_max_partials,
-                             int_min_partials, int_partials, max_partials,
-                             min_partials)
+from .reduce_kernels import (combine_sum, float_max_partials, float_partials,
+                             int_max_partials, int_min_partials, int_partials)
 from .common import CHUNK, chunks_of, require_array, same_device
 
 
@@ -48,32 +47,30 @@ def sum(values):
     return combine_sum(partial, partial.size)
 
 
-def _extreme(name, values, partials_kernel, combine):
+def _extreme(name, values, int_kernel, sign: float):
     x = _flat(name, values)
     if x.size == 0:
         raise ValueError(f"{name} reduction requires a nonempty array")
     partial = empty(chunks_of(x.size), x.dtype, device=x.device)
-    float_kernel, int_kernel = partials_kernel
-    if x.dtype.is_float:   # eight lanes, the NaNs counted apart
-        nans = empty(partial.size, T.i64, device=x.device)
-        float_kernel(x, partial, nans, CHUNK, x.size)
-        if nans.numpy().any():
-            return float("nan")
-    else:
+    if not x.dtype.is_float:
         int_kernel(x, partial, CHUNK, x.size)
-    parts = partial.numpy()
-    value = combine(parts)
-    return float(value) if x.dtype.is_float else int(value)
+        parts = partial.numpy()
+        return int(parts.min() if sign < 0 else parts.max())
+    nans = empty(partial.size, T.i64, device=x.device)   # the NaNs each chunk saw
+    float_max_partials(x, partial, nans, sign, CHUNK, x.size)
+    if nans.numpy().any():
+        return float("nan")
+    return sign * float(partial.numpy().max())   # the max of sign * x
 
 
 def min(values):
     """Smallest element (NaN if any element is NaN)."""
-    return _extreme("min", values, (min_partials, int_min_partials), lambda p: p.min())
+    return _extreme("min", values, int_min_partials, -1.0)
 
 
 def max(values):
     """Largest element (NaN if any element is NaN)."""
-    return _extreme("max", values, (max_partials, int_max_partials), lambda p: p.max())
+    return _extreme("max", values, int_max_partials, 1.0)
 
 
 __all__ = ["sum", "min", "max"]

@@ -64,11 +64,11 @@ def combine_sum(partial, count) -> float:
 
 
 @library_kernel
-def min_partials(x, partial, nans, chunk, n):
-    for c in range(len(partial)):
+def float_max_partials(x, partial, nans, sign, chunk, n):
+    for c in range(len(partial)):   # the max of sign * x: min(x) is -max(-x), exactly
         lo = c * chunk
         hi = min(lo + chunk, n)
-        m0 = x[lo]
+        m0 = sign * x[lo]
         m1 = m0
         m2 = m0
         m3 = m0
@@ -78,51 +78,17 @@ def min_partials(x, partial, nans, chunk, n):
         m7 = m0
         i = lo
         while i + 8 <= hi:   # eight lanes in step, which the CPU's SLP vectorizes
-            m0 = min(m0, x[i])
-            m1 = min(m1, x[i + 1])
-            m2 = min(m2, x[i + 2])
-            m3 = min(m3, x[i + 3])
-            m4 = min(m4, x[i + 4])
-            m5 = min(m5, x[i + 5])
-            m6 = min(m6, x[i + 6])
-            m7 = min(m7, x[i + 7])
+            m0 = max(m0, sign * x[i])
+            m1 = max(m1, sign * x[i + 1])
+            m2 = max(m2, sign * x[i + 2])
+            m3 = max(m3, sign * x[i + 3])
+            m4 = max(m4, sign * x[i + 4])
+            m5 = max(m5, sign * x[i + 5])
+            m6 = max(m6, sign * x[i + 6])
+            m7 = max(m7, sign * x[i + 7])
             i += 8
         while i < hi:
-            m0 = min(m0, x[i])
-            i += 1
-        partial[c] = min(min(min(m0, m1), min(m2, m3)), min(min(m4, m5), min(m6, m7)))
-        bad = 0   # min() passes a NaN by (a comparison with it is false): count them
-        for k in range(lo, hi):   # apart, a loop of its own that vectorizes too
-            bad += x[k] != x[k]
-        nans[c] = bad
-
-
-@library_kernel
-def max_partials(x, partial, nans, chunk, n):
-    for c in range(len(partial)):
-        lo = c * chunk
-        hi = min(lo + chunk, n)
-        m0 = x[lo]
-        m1 = m0
-        m2 = m0
-        m3 = m0
-        m4 = m0
-        m5 = m0
-        m6 = m0
-        m7 = m0
-        i = lo
-        while i + 8 <= hi:   # eight lanes in step, which the CPU's SLP vectorizes
-            m0 = max(m0, x[i])
-            m1 = max(m1, x[i + 1])
-            m2 = max(m2, x[i + 2])
-            m3 = max(m3, x[i + 3])
-            m4 = max(m4, x[i + 4])
-            m5 = max(m5, x[i + 5])
-            m6 = max(m6, x[i + 6])
-            m7 = max(m7, x[i + 7])
-            i += 8
-        while i < hi:
-            m0 = max(m0, x[i])
+            m0 = max(m0, sign * x[i])
             i += 1
         partial[c] = max(max(max(m0, m1), max(m2, m3)), max(max(m4, m5), max(m6, m7)))
         bad = 0   # max() passes a NaN by (a comparison with it is false): count them
