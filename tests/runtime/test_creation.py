@@ -340,3 +340,15 @@ def test_an_array_past_what_the_cpu_can_allocate_is_a_memory_error(shape):
     with pytest.raises(MemoryError, match=re.escape(
             f"cannot allocate {nbytes} bytes on the CPU")):
         tack.empty(shape, tack.f32, device="cpu")
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 4097, 70_001])
+def test_zeros_are_zero_in_reused_memory(n):
+    # the CPU allocates zeros with NumPy's calloc instead of filling: memory that
+    # held ones a moment ago must come back zeroed
+    for _ in range(4):
+        ones = [tack.full(n, 1.0, tack.f64) for _ in range(8)]
+        del ones
+        fresh = [tack.zeros(n, tack.f64), tack.zeros((n, 2), tack.vec3(dtype=tack.i32))]
+        assert all(not a.numpy().any() for a in fresh)
+        assert fresh[0]._ptr % 64 == 0

@@ -24,6 +24,8 @@ def _resolve_device(device):
 
 
 def _shape(shape) -> tuple:
+    if type(shape) is int and shape >= 0:   # the common case, at once
+        return (shape,)
     dims = (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(
         shape, bool) else shape
     try:
@@ -61,9 +63,14 @@ def empty(shape, dtype=T.f32, *, device=None, exportable=False) -> Array:
 
 
 def zeros(shape, dtype=T.f32, *, device=None) -> Array:
-    out = empty(shape, dtype, device=device)
-    out.fill(0)
-    return out
+    dev = _resolve_device(device)
+    zeroed = getattr(dev.backend, "allocate_zeroed", None)
+    if zeroed is None:
+        out = empty(shape, dtype, device=dev)
+        out.fill(0)
+        return out
+    dims, dt = _shape(shape), T.as_element_type(dtype)
+    return Array(zeroed(math.prod(dims) * dt.itemsize), dims, dt, dev)
 
 
 def ones(shape, dtype=T.f32, *, device=None) -> Array:

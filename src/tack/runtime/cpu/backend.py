@@ -55,20 +55,20 @@ class HostBuffer:
 
     __slots__ = ("raw", "address", "nbytes")
 
-    def __init__(self, nbytes: int):
+    def __init__(self, nbytes: int, zeroed: bool = False):
         try:
-            self._allocate(nbytes)
+            self._allocate(nbytes, np.zeros if zeroed else np.empty)
         except (ValueError, OverflowError) as exc:   # NumPy's refusal of the size
             raise MemoryError(f"cannot allocate {nbytes} bytes on the CPU: {exc}") \
                 from None
 
-    def _allocate(self, nbytes: int) -> None:
+    def _allocate(self, nbytes: int, make) -> None:
         if nbytes < STAGGER_FROM:
-            raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+            raw = make(nbytes + ALIGNMENT, dtype=np.uint8)
             base = raw.__array_interface__["data"][0]  # cheaper than raw.ctypes.data
             offset = (-base) % ALIGNMENT
         else:
-            raw = np.empty(nbytes + PAGE, dtype=np.uint8)
+            raw = make(nbytes + PAGE, dtype=np.uint8)
             base = raw.__array_interface__["data"][0]
             offset = (next(_staggers) * STAGGER_STEP - base) % PAGE
         self.raw = raw[offset:offset + nbytes]
@@ -192,6 +192,11 @@ class CPUBackend(Backend):
 
     def allocate(self, nbytes: int) -> HostBuffer:
         return HostBuffer(nbytes)
+
+    def allocate_zeroed(self, nbytes: int) -> HostBuffer:
+        """Zeroed memory (``tack.zeros``): NumPy's calloc, whose large pages the
+        kernel zeroes when first touched, instead of a fill."""
+        return HostBuffer(nbytes, zeroed=True)
 
     # -- building ---------------------------------------------------------------
     def typed(self, fn):
