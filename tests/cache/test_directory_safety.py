@@ -186,37 +186,33 @@ def _warm(kernels, seed, directory):
     return os.path.join(directory, tack.__version__)
 
 
-@pytest.mark.parametrize("bits", [stat.S_IWGRP, stat.S_IWOTH], ids=["group", "others"])
-def test_a_version_directory_others_can_write_to_is_refused(bits, tmp_path, kernels,
-                                                            seed):
+def _loosen(bits):
+    def spoil(inner, tmp_path):
+        os.chmod(inner, 0o700 | bits)
+    return spoil, "other users can write to it"
+
+
+def _linked(inner, tmp_path):
+    moved = tmp_path / "elsewhere"
+    os.rename(inner, moved)
+    os.symlink(moved, inner)
+
+
+@pytest.mark.parametrize("spoil, reason", [
+    _loosen(stat.S_IWGRP), _loosen(stat.S_IWOTH),
+    (_linked, "it is reached through a symbolic link")],
+    ids=["group-writable", "others-writable", "symbolic link"])
+def test_an_unsafe_version_directory_is_refused(spoil, reason, tmp_path, kernels, seed):
     # The root is private, but the entries sit one level down: a loose
     # version directory lets anyone put code there.
     directory = tmp_path / "cache"
     directory.mkdir(mode=0o700)
     try:
         inner = _warm(kernels, seed, directory)
-        os.chmod(inner, 0o700 | bits)
+        spoil(inner, tmp_path)
         tack.cache.configure(directory=directory, mode="read")   # checked afresh
         caught = run_twice(kernels, seed)
-        assert [str(w.message) for w in caught] == [
-            refused(inner, "other users can write to it")]
-        assert tack.cache.stats()["hits"] == 0
-    finally:
-        tack.cache.configure()
-
-
-def test_a_version_directory_that_is_a_symbolic_link_is_refused(tmp_path, kernels, seed):
-    directory = tmp_path / "cache"
-    directory.mkdir(mode=0o700)
-    try:
-        inner = _warm(kernels, seed, directory)
-        moved = tmp_path / "elsewhere"
-        os.rename(inner, moved)
-        os.symlink(moved, inner)
-        tack.cache.configure(directory=directory, mode="read")
-        caught = run_twice(kernels, seed)
-        assert [str(w.message) for w in caught] == [
-            refused(inner, "it is reached through a symbolic link")]
+        assert [str(w.message) for w in caught] == [refused(inner, reason)]
         assert tack.cache.stats()["hits"] == 0
     finally:
         tack.cache.configure()

@@ -49,28 +49,30 @@ def empty(shape, dtype=T.f32, *, device=None, exportable=False) -> Array:
     ``exportable=True`` allocates memory ``export_memory()`` shares without a
     copy (CUDA only: elsewhere ``RuntimeError``)."""
     dev = _resolve_device(device)
-    dims = _shape(shape)
-    dt = T.as_element_type(dtype)
-    count = math.prod(dims)
     backend = dev.backend
     if exportable:
         if not hasattr(backend, "allocate_exportable"):
             raise RuntimeError(f"empty(exportable=True) is not supported on {dev}: only "
                                f"CUDA devices have exportable memory (export_memory() "
                                f"raises RuntimeError on the {backend.class_name} too)")
-        return Array(backend.allocate_exportable(count * dt.itemsize), dims, dt, dev)
-    return Array(backend.allocate(count * dt.itemsize), dims, dt, dev)
+        return _allocated(backend.allocate_exportable, shape, dtype, dev)
+    return _allocated(backend.allocate, shape, dtype, dev)
 
 
 def zeros(shape, dtype=T.f32, *, device=None) -> Array:
     dev = _resolve_device(device)
-    zeroed = getattr(dev.backend, "allocate_zeroed", None)
-    if zeroed is None:
-        out = empty(shape, dtype, device=dev)
-        out.fill(0)
-        return out
+    zeroed = getattr(dev.backend, "allocate_zeroed", None)   # the CPU's calloc
+    if zeroed is not None:
+        return _allocated(zeroed, shape, dtype, dev)
+    out = empty(shape, dtype, device=dev)
+    out.fill(0)
+    return out
+
+
+def _allocated(allocate, shape, dtype, device) -> Array:
+    """A new array whose memory ``allocate(nbytes)`` gives."""
     dims, dt = _shape(shape), T.as_element_type(dtype)
-    return Array(zeroed(math.prod(dims) * dt.itemsize), dims, dt, dev)
+    return Array(allocate(math.prod(dims) * dt.itemsize), dims, dt, device)
 
 
 def ones(shape, dtype=T.f32, *, device=None) -> Array:

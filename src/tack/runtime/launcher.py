@@ -125,6 +125,7 @@ def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool
         lines.append("    return result(args)" if result else "    return None")
         return "\n".join(lines) + "\n"
     total = " * ".join(f"e{k}" for k in range(len(extents)))
+    extent_tuple = f"({''.join(f'e{k}, ' for k in range(len(extents)))})"
     positive = " and ".join(f"e{k} > 0" for k in range(len(extents)))
     lines.append(f"    if {positive}:")
     values = [f"a{k}._ptr" if k in array_positions else f"a{k}" for k in range(n_args)]
@@ -132,14 +133,14 @@ def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool
     if len(extents) > 1:   # the product is the entry's i64 loop count: it must fit
         lines.append(f"        t = {total}")
         lines.append(f"        if t > {MAX_CPU_LAUNCH}:")
-        lines.append(f"            too_large(({''.join(f'e{k}, ' for k in range(len(extents)))}))")
+        lines.append(f"            too_large({extent_tuple})")
         total = "t"
     lines.append("        buffers = p.buffers")
     lines.append("        try:")   # costs nothing until it catches
     lines.append(f"            p.pack(buffers.buffer, 0, {', '.join(values)})")
     lines.append(f"            p.launch(buffers.address, e0, {total})")
     lines.append("        except (OverflowError, struct.error):")
-    lines.append(f"            too_large(({''.join(f'e{k}, ' for k in range(len(extents)))}))")
+    lines.append(f"            too_large({extent_tuple})")
     lines.append("            raise")
     lines.append("    return result(args)" if result else "    return None")
     return "\n".join(lines) + "\n"

@@ -57,10 +57,17 @@ def integer_power(em, x, k: int):
     plain = _chain(abs(k), b.fdiv(ir.Constant(x.type, 1.0), x) if k < 0 else x, b.fmul)
     pair = _chain(abs(k), _reciprocal(em, x) if k < 0 else (x, ir.Constant(x.type, 0.0)),
                   lambda p, q: _two_product(em, p, q))
-    magnitude = b.call(em.overloaded("llvm.fabs", x.type), [plain])
-    usable = b.and_(b.fcmp_ordered("<", magnitude, ir.Constant(x.type, float("inf"))),
-                    b.fcmp_ordered("!=", magnitude, ir.Constant(x.type, 0.0)))
-    return b.select(usable, pair[0], plain)
+    return _unless_special(em, pair[0], plain)
+
+
+def _unless_special(em, precise, plain):
+    """``precise``, unless the plain product chain gave zero, an infinity or
+    NaN: then ``plain``, which has their signs right."""
+    b = em.builder
+    magnitude = b.call(em.overloaded("llvm.fabs", plain.type), [plain])
+    usable = b.and_(b.fcmp_ordered("<", magnitude, ir.Constant(plain.type, float("inf"))),
+                    b.fcmp_ordered("!=", magnitude, ir.Constant(plain.type, 0.0)))
+    return b.select(usable, precise, plain)
 
 
 def _chain(n: int, base, multiply):
@@ -152,10 +159,7 @@ def _bit_power(em, x, n, negative):
     result = _picked(bits, pair, (one, nothing), lambda p, q: _two_product(em, p, q),
                      lambda v, w: (b.select(v[0], v[1][0], w[0]),
                                    b.select(v[0], v[1][1], w[1])))
-    magnitude = b.call(em.overloaded("llvm.fabs", x.type), [plain])
-    usable = b.and_(b.fcmp_ordered("<", magnitude, ir.Constant(x.type, float("inf"))),
-                    b.fcmp_ordered("!=", magnitude, nothing))
-    return b.select(usable, result[0], plain)
+    return _unless_special(em, result[0], plain)
 
 
 def _picked(bits, base, one, multiply, pick):
