@@ -37,3 +37,9 @@ def test_exportable_allocation_is_refused_off_cuda(name):
             f"{dev.backend.class_name} too)") + "$"):
         tack.empty((2, 3), tack.i32, device=dev, exportable=True)
     assert tack.empty((2, 3), tack.i32, device=dev, exportable=False).shape == (2, 3)
+
+
+@pytest.mark.parametrize("shape, error", [("abc", TypeError), ((2, -1), ValueError)])
+def test_a_bad_shape_is_reported_before_exportable_is_refused(shape, error):
+    with pytest.raises(error):
+        tack.empty(shape, device="cpu", exportable=True)

@@ -50,13 +50,14 @@ def empty(shape, dtype=T.f32, *, device=None, exportable=False) -> Array:
     copy (CUDA only: elsewhere ``RuntimeError``)."""
     dev = _resolve_device(device)
     backend = dev.backend
-    if exportable:
-        if not hasattr(backend, "allocate_exportable"):
-            raise RuntimeError(f"empty(exportable=True) is not supported on {dev}: only "
-                               f"CUDA devices have exportable memory (export_memory() "
-                               f"raises RuntimeError on the {backend.class_name} too)")
-        return _allocated(backend.allocate_exportable, shape, dtype, dev)
-    return _allocated(backend.allocate, shape, dtype, dev)
+    if not exportable:
+        return _allocated(backend.allocate, shape, dtype, dev)
+    dims, dt = _layout(shape, dtype)    # a bad shape is a TypeError first
+    if not hasattr(backend, "allocate_exportable"):
+        raise RuntimeError(f"empty(exportable=True) is not supported on {dev}: only "
+                           f"CUDA devices have exportable memory (export_memory() "
+                           f"raises RuntimeError on the {backend.class_name} too)")
+    return _allocated(backend.allocate_exportable, dims, dt, dev)
 
 
 def zeros(shape, dtype=T.f32, *, device=None) -> Array:
@@ -69,9 +70,13 @@ def zeros(shape, dtype=T.f32, *, device=None) -> Array:
     return out
 
 
+def _layout(shape, dtype) -> tuple:
+    return _shape(shape), T.as_element_type(dtype)
+
+
 def _allocated(allocate, shape, dtype, device) -> Array:
     """A new array whose memory ``allocate(nbytes)`` gives."""
-    dims, dt = _shape(shape), T.as_element_type(dtype)
+    dims, dt = _layout(shape, dtype)
     return Array(allocate(math.prod(dims) * dt.itemsize), dims, dt, device)
 
 
