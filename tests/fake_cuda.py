@@ -30,6 +30,7 @@ class FakeDriver:
         self.sync_error = None
         self.current = real.CUcontext(0)
         self.memory, self.pinned, self.managed = {}, set(), set()
+        self.owners = {}   # device memory's address: the ordinal it was allocated on
         self.launches, self.pack_copies, self.images = [], [], []
         self.functions = []   # the function handle of each launch
         self.unloaded = []    # the modules unloaded
@@ -82,6 +83,7 @@ class FakeDriver:
     def cuMemAllocAsync(self, size, stream):
         buffer = np.zeros(size, np.uint8)
         self.memory[buffer.ctypes.data] = buffer
+        self.owners[buffer.ctypes.data] = int(self.current) >> 8
         return (self.ok, self.real.CUdeviceptr(buffer.ctypes.data))
 
     def cuMemAlloc(self, size):
@@ -133,6 +135,9 @@ class FakeDriver:
             return (self.CUresult.CUDA_ERROR_INVALID_VALUE, None)
         if attribute.name == "CU_POINTER_ATTRIBUTE_IS_MANAGED":
             return (self.ok, address in self.managed)
+        if attribute.name == "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL":
+            return (self.ok, next(d for a, d in self.owners.items()
+                                  if a <= address < a + self.memory[a].size))
         kind = self.CUmemorytype.CU_MEMORYTYPE_HOST if address in self.pinned else \
             self.CUmemorytype.CU_MEMORYTYPE_DEVICE
         return (self.ok, int(kind))

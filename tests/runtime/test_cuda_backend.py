@@ -193,6 +193,21 @@ def test_a_context_current_on_the_thread_is_adopted(fake):
     assert int(backend.context.handle) == 0x1AB
 
 
+
+def test_another_devices_memory_is_refused(fake, fake_device):
+    from tack.runtime.cuda.backend import CUDABackend
+    from tack.runtime.device import Device
+    fake.devices = 2
+    other = CUDABackend(1)
+    other.memory_domain = ("fake-cuda", 1)
+    elsewhere = tack.zeros(4, device=Device(other, "cuda", 1))
+    with pytest.raises(ValueError, match=re.escape(
+            "Pointer is in the memory of cuda:1 but the device is cuda:0. "
+            "array_from_ptr() on cuda:0 takes memory of that device")):
+        tack.array_from_ptr(elsewhere._ptr, (4,), tack.f32, device=fake_device)
+    own = tack.zeros(4, device=fake_device)
+    assert tack.array_from_ptr(own._ptr + 8, (2,), tack.f32, device=fake_device).size == 2
+
 def test_a_device_past_the_last_is_a_value_error(fake):
     from tack.runtime.cuda.backend import CUDABackend
     with pytest.raises(ValueError, match=re.escape("cuda:3: this machine has 1 CUDA "

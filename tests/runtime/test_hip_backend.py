@@ -74,7 +74,7 @@ class MemoryType(enum.IntEnum):
 
 class PointerAttributes:
     def __init__(self):
-        self.type, self.isManaged = 0, False
+        self.type, self.isManaged, self.device = 0, False, -1
 
 
 class Properties:
@@ -93,6 +93,7 @@ class FakeHip:
     def __init__(self):
         self.devices, self.current, self.set_device = 2, 0, []
         self.memory, self.pinned, self.managed = {}, set(), set()
+        self.owners = {}   # device memory's address: the device it was allocated on
         self.launches, self.pack_copies, self.modules = [], [], []
         self.arity, self.sync_error = 0, None
         self.unloaded = []
@@ -129,6 +130,7 @@ class FakeHip:
     def hipMallocAsync(self, size, stream):
         buffer = np.zeros(size, np.uint8)
         self.memory[buffer.ctypes.data] = buffer
+        self.owners[buffer.ctypes.data] = self.current
         return (Error.hipSuccess, buffer.ctypes.data)
 
     def hipMalloc(self, size):
@@ -178,6 +180,8 @@ class FakeHip:
         if not (known or address in self.pinned or address in self.managed):
             return (Error.hipErrorInvalidValue,)
         attributes.isManaged = address in self.managed
+        attributes.device = next((d for a, d in self.owners.items()
+                                  if a <= address < a + self.memory[a].size), -1)
         attributes.type = (MemoryType.hipMemoryTypeHost if address in self.pinned else
                            MemoryType.hipMemoryTypeDevice)
         return (Error.hipSuccess,)
@@ -380,6 +384,22 @@ def test_memory_space_classifies_pointers(fake, fake_device):
             "Pointer is in 'cpu' memory but the device is 'HIP'.")):
         tack.array_from_ptr(np.zeros(4).ctypes.data, (4,), tack.f64, device=fake_device)
 
+
+
+def test_another_devices_memory_is_refused(fake, fake_device):
+    with _device(1):
+        elsewhere = tack.zeros(4)
+    managed = np.zeros(4)
+    fake.managed.add(managed.ctypes.data)
+    with pytest.raises(ValueError, match=re.escape(
+            "Pointer is in the memory of hip:1 but the device is hip:0. array_from_ptr() "
+            "on hip:0 takes memory of that device; copy the values there first")):
+        tack.array_from_ptr(elsewhere._ptr, (4,), tack.f32, device=fake_device)
+    with fake_device:
+        own = tack.zeros(4)
+    assert tack.array_from_ptr(own._ptr + 4, (3,), tack.f32, device=fake_device).size == 3
+    assert tack.array_from_ptr(managed.ctypes.data, (4,), tack.f64,
+                               device=fake_device).size == 4   # managed: any device
 
 def test_a_failed_launch_raises_at_the_next_wait(fake, fake_device):
     with fake_device:

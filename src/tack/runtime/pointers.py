@@ -77,13 +77,22 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
 
 def require_device_memory(dev, address: int, call: str) -> None:
     """``ValueError`` unless ``address`` is in memory ``dev``'s backend can use
-    (one of its ``device_memory_spaces``)."""
+    (one of its ``device_memory_spaces``) and, for device memory, in ``dev``'s
+    own (another GPU's memory faults at the first launch that reads it)."""
     backend = dev.backend
     space = backend.memory_space(address)
     if space not in backend.device_memory_spaces:
         raise ValueError(f"Pointer is in '{space}' memory but the device is "
                          f"'{backend.api_name}'. {call} on {dev} takes "
                          f"{' or '.join(backend.device_memory_spaces)} memory")
+    owner = getattr(backend, "memory_device", None)
+    if owner is None or space != backend.device_memory_spaces[0]:
+        return   # managed memory moves to whichever device reads it
+    found = owner(address)
+    if found != backend.index:
+        raise ValueError(f"Pointer is in the memory of {dev.type}:{found} but the "
+                         f"device is {dev}. {call} on {dev} takes memory of that "
+                         f"device; copy the values there first")
 
 
 def memory_space(ptr, *, device=None) -> str:

@@ -128,6 +128,14 @@ class HIPBackend(StreamBackend):
             return "hip"
         return "cpu"
 
+    def memory_device(self, address: int) -> int:
+        """The id of the device whose memory ``address`` (a "hip" pointer) is in."""
+        attributes = self.hip.hipPointerAttribute_t()
+        with self.context.active():
+            check(self.hip.hipPointerGetAttributes(attributes, address),
+                  "hipPointerGetAttributes")
+        return int(attributes.device)
+
     # -- waiting ----------------------------------------------------------------------
     def unload_module(self, module) -> None:
         self.hip.hipModuleUnload(module)
