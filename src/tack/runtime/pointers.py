@@ -89,7 +89,7 @@ def require_device_memory(dev, address: int, call: str) -> None:
     if owner is None or space != backend.device_memory_spaces[0]:
         return   # managed memory moves to whichever device reads it
     found = owner(address)
-    if found != backend.index:
+    if found is not None and found != backend.index:
         raise ValueError(f"Pointer is in the memory of {dev.type}:{found} but the "
                          f"device is {dev}. {call} on {dev} takes memory of that "
                          f"device; copy the values there first")

@@ -168,13 +168,14 @@ class CUDABackend(StreamBackend):
             return "cuda_pinned"
         return "cuda"
 
-    def memory_device(self, address: int) -> int:
-        """The ordinal of the device whose memory ``address`` (a "cuda" pointer) is in."""
+    def memory_device(self, address: int):
+        """The ordinal of the device whose memory ``address`` (a "cuda" pointer) is
+        in, or None where the driver does not say."""
         driver = self.driver
         with self.context.active():
-            return int(check(driver.cuPointerGetAttribute(
-                driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address),
-                "cuPointerGetAttribute(DEVICE_ORDINAL)"))
+            err, ordinal = driver.cuPointerGetAttribute(
+                driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)
+        return int(ordinal) if err == 0 else None
 
     # -- waiting ----------------------------------------------------------------------
     def unload_module(self, module) -> None:

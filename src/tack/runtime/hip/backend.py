@@ -128,13 +128,13 @@ class HIPBackend(StreamBackend):
             return "hip"
         return "cpu"
 
-    def memory_device(self, address: int) -> int:
-        """The id of the device whose memory ``address`` (a "hip" pointer) is in."""
+    def memory_device(self, address: int):
+        """The id of the device whose memory ``address`` (a "hip" pointer) is in,
+        or None where the runtime does not say."""
         attributes = self.hip.hipPointerAttribute_t()
         with self.context.active():
-            check(self.hip.hipPointerGetAttributes(attributes, address),
-                  "hipPointerGetAttributes")
-        return int(attributes.device)
+            err = self.hip.hipPointerGetAttributes(attributes, address)[0]
+        return int(attributes.device) if int(err) == 0 else None
 
     # -- waiting ----------------------------------------------------------------------
     def unload_module(self, module) -> None:
