@@ -314,3 +314,25 @@ def test_min_max_find_a_nan_in_any_lane(dtype, n):
         host[where] = np.nan
         x = tack.array(host)
         assert math.isnan(A.min(x)) and math.isnan(A.max(x)), (n, where)
+
+
+def test_small_reductions_on_several_threads_keep_their_own_partials():
+    import threading
+    rng = np.random.default_rng(SEED)
+    inputs = [rng.integers(-1000, 1000, 257).astype(np.int64) for _ in range(4)]
+    wrong = []
+
+    def work(x):
+        t, f = tack.array(x), tack.array(x.astype(np.float64))
+        for _ in range(300):
+            got = (A.sum(t), A.min(t), A.max(t), A.sum(f), A.max(f))
+            want = (int(x.sum()), x.min(), x.max(), float(x.sum()), float(x.max()))
+            if got != want:
+                wrong.append((got, want))
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in inputs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []

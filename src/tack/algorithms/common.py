@@ -3,15 +3,37 @@
 from __future__ import annotations
 
 import operator
+import threading
 
 from .. import types as T
 from ..runtime.array import Array
+from ..runtime.creation import empty
 
 CHUNK = 1 << 16  # elements per chunk: fixed, so results never depend on threads
 
 
 def chunks_of(n: int, chunk: int = CHUNK) -> int:
     return max(1, -(-n // chunk))
+
+
+_kept = threading.local()   # .arrays: {(device, dtype): a one-element array}
+
+
+def scratch(count: int, dtype, device) -> Array:
+    """An array of ``count`` elements with undefined contents, for partial
+    results that are read before the call returns. One element, the common
+    case of a small input, is kept per thread, device and dtype, so a small
+    call allocates nothing."""
+    if count != 1:
+        return empty(count, dtype, device=device)
+    kept = getattr(_kept, "arrays", None)
+    if kept is None:
+        kept = _kept.arrays = {}
+    key = (device, dtype)
+    found = kept.get(key)
+    if found is None:
+        found = kept[key] = empty(1, dtype, device=device)
+    return found
 
 
 def require_array(name: str, what: str, value, elements: bool = False) -> Array:

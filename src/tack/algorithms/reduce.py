@@ -16,16 +16,14 @@ from __future__ import annotations
 
 
 from .. import types as T
-from ..runtime.creation import empty, zeros
 from .reduce_kernels import (combine_sum, float_max_partials, float_partials,
                              int_max_partials, int_min_partials, int_partials)
-from .common import CHUNK, chunks_of, require_array, same_device
+from .common import CHUNK, chunks_of, require_array, scratch
 
 
 def _flat(name, values):
     values = require_array(name, "values", values)
-    same_device(name, values)
-    return values.reshape(values.size)
+    return values if values.ndim == 1 else values.reshape(values.size)
 
 
 def _accumulator(dtype):
@@ -38,12 +36,16 @@ def sum(values):
     """Sum of every element: a Python float for float arrays, an int otherwise."""
     x = _flat("sum", values)
     acc = _accumulator(x.dtype)
-    partial = zeros(chunks_of(x.size), acc, device=x.device)
     if x.size == 0:
         return 0.0 if acc.is_float else 0
-    (float_partials if acc.is_float else int_partials)(x, partial, CHUNK, x.size)
+    partial = scratch(chunks_of(x.size), acc, x.device)
     if not acc.is_float:
-        return int(partial.numpy().sum(dtype=acc.numpy))  # wraps like the kernels
+        int_partials(x, partial, acc.numpy.type(0), CHUNK, x.size)
+        parts = partial._values()
+        return int(parts[0] if parts.size == 1 else parts.sum(dtype=acc.numpy))  # wraps
+    float_partials(x, partial, CHUNK, x.size)
+    if partial.size == 1:
+        return float(partial._values()[0])
     return combine_sum(partial, partial.size)
 
 
@@ -51,16 +53,16 @@ def _extreme(name, values, int_kernel, sign: float):
     x = _flat(name, values)
     if x.size == 0:
         raise ValueError(f"{name} reduction requires a nonempty array")
-    partial = empty(chunks_of(x.size), x.dtype, device=x.device)
+    partial = scratch(chunks_of(x.size), x.dtype, x.device)
     if not x.dtype.is_float:
         int_kernel(x, partial, CHUNK, x.size)
-        parts = partial.numpy()
+        parts = partial._values()
         return int(parts.min() if sign < 0 else parts.max())
-    nans = empty(partial.size, T.i64, device=x.device)   # the NaNs each chunk saw
+    nans = scratch(partial.size, T.i64, x.device)   # the NaNs each chunk saw
     float_max_partials(x, partial, nans, sign, CHUNK, x.size)
-    if nans.numpy().any():
+    if nans._values().any():
         return float("nan")
-    return sign * float(partial.numpy().max())   # the max of sign * x
+    return sign * float(partial._values().max())   # the max of sign * x
 
 
 def min(values):

@@ -43,11 +43,11 @@ def float_partials(x, partial, chunk, n):
 
 
 @library_kernel
-def int_partials(x, partial, chunk, n):
-    for c in range(len(partial)):
+def int_partials(x, partial, zero, chunk, n):
+    for c in range(len(partial)):   # zero: 0 of the accumulator's type
         lo = c * chunk
         hi = min(lo + chunk, n)
-        s = partial[c]
+        s = zero
         for i in range(lo, hi):
             s += x[i]
         partial[c] = s
