@@ -13,7 +13,7 @@ from ..runtime.array import shares_memory
 from ..runtime.creation import empty
 from ..runtime.kernel import library_kernel
 from .common import (CHUNK, chunks_of, require_1d, require_array, require_writable,
-                     same_device)
+                     same_device, scratch)
 
 
 @library_kernel
@@ -38,11 +38,11 @@ def scan_totals(totals, zero, count):
 
 
 @library_kernel
-def chunk_scan(x, out, offsets, chunk, inclusive, empty_sum, n):
+def chunk_scan(x, out, offsets, chunk, inclusive, zero, empty_sum, n):
     for c in range(len(offsets)):
         lo = c * chunk
         hi = min(lo + chunk, n)
-        running = offsets[c]
+        running = offsets[c] if c > 0 else zero   # one chunk needs no offsets
         for i in range(lo, hi):
             v = x[i]
             if inclusive:
@@ -68,15 +68,16 @@ def _scan(name: str, values, out, inclusive: int):
         return out
     if shares_memory(values, out) and values._lo != out._lo:
         values = values.copy()   # partly overlapping: out would change values unread
-    totals = empty(chunks_of(values.size), values.dtype, device=values.device)
+    totals = scratch(chunks_of(values.size), values.dtype, values.device)
     # Sums start from -0.0 for floats (0 for integers): -0.0 + v is v for every v,
     # so a run of negative zeros sums to -0.0, as in Python; the exclusive
     # scan's first element, the sum of no values, is +0.0.
     kind = values.dtype.numpy
     zero = kind.type(-0.0 if values.dtype.is_float else 0)
-    chunk_totals(values, totals, CHUNK, zero, values.size)
-    scan_totals(totals, zero, totals.size)
-    chunk_scan(values, out, totals, CHUNK, inclusive, kind.type(0), values.size)
+    if totals.size > 1:   # each chunk's offset: the sum of the chunks before it
+        chunk_totals(values, totals, CHUNK, zero, values.size)
+        scan_totals(totals, zero, totals.size)
+    chunk_scan(values, out, totals, CHUNK, inclusive, zero, kind.type(0), values.size)
     return out
 
 
