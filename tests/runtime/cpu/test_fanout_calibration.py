@@ -140,3 +140,48 @@ def test_no_calibration_when_every_launch_fans_out(monkeypatch):
     monkeypatch.setattr(fanout, "clock", no_clock)
     for n in (2, 1001, 50_000):
         _launch(dev, n)
+
+
+class SleepingClock(FakeClock):
+    """A FakeClock that lets other threads run at every reading, so that
+    threads interleave inside the calibration."""
+
+    def __call__(self) -> float:
+        import time
+        time.sleep(0.0005)
+        return super().__call__()
+
+
+def _fresh_iota():
+    @tack.kernel
+    def iota(out):
+        for i in range(len(out)):
+            out[i] = i
+    return iota
+
+
+def test_first_launches_from_several_threads_at_once(device, monkeypatch):
+    import threading
+    dev, fanned, fanout_seconds = device
+    monkeypatch.setattr(fanout, "clock", SleepingClock(fanout_seconds / 10))
+    errors = []
+    for _ in range(4):   # a new kernel each round: a calibration from the start
+        kernel, outs = _fresh_iota(), [tack.full(2000, -1, tack.i64, device=dev)
+                                       for _ in range(6)]
+        barrier = threading.Barrier(len(outs))
+
+        def work(out):
+            barrier.wait()
+            try:
+                with dev:
+                    for _ in range(3):
+                        kernel(out)
+                np.testing.assert_array_equal(out.numpy(), np.arange(2000))
+            except Exception as error:   # noqa: BLE001 (collected for the assert)
+                errors.append(repr(error))
+        threads = [threading.Thread(target=work, args=(out,)) for out in outs]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []

@@ -18,6 +18,7 @@ fans out, whatever the calibration saw.
 from __future__ import annotations
 
 import statistics
+import threading
 from time import perf_counter
 
 SECONDS_PER_WORK = 0.25e-9
@@ -68,27 +69,35 @@ def make_launcher(backend, program):
     serial_below = [(known if known is not None
                      else bound(MIN_FANOUT_SECONDS, backend.margin)) / work]
     fan = []          # (pool.run, job, what keeps the job alive), from the first fan-out on
-    calibrating = []  # the Calibration while it runs
+    calibrating = [None]   # the Calibration while it runs
+    lock = threading.Lock()   # taken once, by the first launch worth a fan-out
+
+    def start_fanning():
+        with lock:
+            if fan:
+                return   # another thread got here first
+            fanout_work = backend.fanout_work()
+            serial_below[0] = fanout_work / work
+            calibrating[0] = Calibration(serial_below[0], fanout_work * SECONDS_PER_WORK)
+            fan.extend(backend.fan_out(target))   # last: a thread that sees it sees all
 
     def launch(address, rows, total):
         if total < serial_below[0] or rows < 2:
             entry(address, 0, rows)
             return
         if not fan:
-            fanout_work = backend.fanout_work()
-            serial_below[0] = fanout_work / work
-            fan.extend(backend.fan_out(target))
-            calibrating.append(Calibration(serial_below[0], fanout_work * SECONDS_PER_WORK))
+            start_fanning()
             if total < serial_below[0]:
                 entry(address, 0, rows)
                 return
-        if calibrating and total < calibrating[0].top:
+        calibration = calibrating[0]   # read once: another thread may end it
+        if calibration is not None and total < calibration.top:
             start = clock()
             entry(address, 0, rows)
-            threshold = calibrating[0].add(clock() - start, total)
+            threshold = calibration.add(clock() - start, total)
             if threshold is not None:
                 serial_below[0] = threshold
-                calibrating.clear()
+                calibrating[0] = None
             return
         fan[0](fan[1], address, rows)
     return launch
