@@ -216,3 +216,15 @@ def test_a_numpy_array_is_wrapped_only_as_far_as_tack_can_read_it():
             "array has 8")):
         tack.array_from_ptr(np.zeros(2, np.float32), (1_000_000,), tack.f32)
     assert data == b"\x00" * 16
+
+
+@pytest.mark.parametrize("writable", [False, True])
+def test_an_array_of_python_objects_is_not_wrapped(writable):
+    objects = np.array([object(), object()], dtype=object)
+    with pytest.raises(TypeError, match=re.escape(
+            "array_from_ptr() cannot wrap a NumPy array of Python objects (dtype "
+            "object): it holds references, not values")):
+        tack.array_from_ptr(objects, (2,), tack.i64, writable=writable)
+    structured = np.zeros(2, dtype=[("a", "i8"), ("b", object)])
+    with pytest.raises(TypeError, match="cannot wrap a NumPy array of Python objects"):
+        tack.array_from_ptr(structured, (2,), tack.i64, writable=writable)

@@ -32,6 +32,10 @@ def _require_wrappable(host: np.ndarray, nbytes: int, writable: bool) -> None:
         raise ValueError("array_from_ptr() wraps C-contiguous NumPy arrays only (this "
                          "one is strided: a slice or a transpose); pass "
                          "np.ascontiguousarray(a), or copy with tack.array(a)")
+    if host.dtype.hasobject:   # pointers to Python objects: a store would corrupt them
+        raise TypeError(f"array_from_ptr() cannot wrap a NumPy array of Python objects "
+                        f"(dtype {host.dtype}): it holds references, not values; "
+                        f"convert it to numbers first")
     if not host.dtype.isnative:
         raise TypeError(f"array_from_ptr() wraps NumPy arrays in the machine's byte "
                         f"order; this one is {host.dtype.str!r}: convert it with "
