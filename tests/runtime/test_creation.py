@@ -352,3 +352,10 @@ def test_zeros_are_zero_in_reused_memory(n):
         fresh = [tack.zeros(n, tack.f64), tack.zeros((n, 2), tack.vec3(dtype=tack.i32))]
         assert all(not a.numpy().any() for a in fresh)
         assert fresh[0]._ptr % 64 == 0
+
+
+@pytest.mark.parametrize("args", [(2**64,), (0, 2**62), (0, 1e30, 1.0), (2**63, -1, -1)])
+def test_an_arange_longer_than_any_array_is_a_memory_error(args):
+    with pytest.raises(MemoryError, match=r"^arange\(\) of \d+ elements is larger than "
+                                          r"any array"):
+        tack.arange(*args)

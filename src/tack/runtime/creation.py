@@ -266,10 +266,25 @@ def arange(*args, dtype=None, device=None) -> Array:
     return _from_host(values, _resolve_device(device))
 
 
+def _require_host_size(args) -> None:
+    """``MemoryError`` for an ``arange`` longer than any host array (NumPy
+    would raise ``OverflowError`` or ``ValueError``): its values are made on
+    the host first."""
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    try:
+        count = math.ceil((stop - start) / step)
+    except (TypeError, OverflowError, ValueError):
+        return   # not numbers, or not finite: NumPy's own error follows
+    if count * 8 > np.iinfo(np.intp).max:
+        raise MemoryError(f"arange() of {count} elements is larger than any array "
+                          f"(its values are made on the host first)")
+
+
 def _arange_values(args) -> np.ndarray:
     """``np.arange(*args)``, exact for integer arguments: in i64, or u64 for
     values past i64 (NumPy makes floats of those); TypeError past 64 bits."""
     if not all(type(a) is int or isinstance(a, np.integer) for a in args):
+        _require_host_size(args)
         return np.arange(*args)
     r = range(*(int(a) for a in args))
     if not r:
@@ -278,6 +293,7 @@ def _arange_values(args) -> np.ndarray:
     dtype = _integer_type(lo, hi)
     if dtype is None:
         raise TypeError(f"arange() from {lo} to {hi} fits no one 64-bit type")
+    _require_host_size(args)
     if dtype is not T.u64:
         return np.arange(r.start, r.stop, r.step, dtype=np.int64)
     return np.fromiter(r, np.uint64, (hi - lo) // abs(r.step) + 1)
