@@ -6,6 +6,7 @@ constructed), and a bad value raises ``ValueError`` naming the variable.
 
 from __future__ import annotations
 
+import math
 import os
 
 _OFF = {"", "0", "false", "no", "off"}
@@ -27,13 +28,17 @@ def env_int(name: str, default=None):
 
 
 def env_float(name: str, default=None):
+    """A finite number of 0 or more (NaN would make every comparison false)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ValueError(f"{name} must be a number, got {raw!r}") from None
+    if not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be a finite number of 0 or more, got {raw!r}")
+    return value
 
 
 def cpu_threads(explicit=None) -> int:
@@ -55,7 +60,7 @@ def cpu_pool_kind() -> str:
         return "python"
     if raw in ("", "native", "jit"):
         return "native"
-    raise ValueError(f"TACK_CPU_POOL must be 'python' or unset, got {raw!r}")
+    raise ValueError(f"TACK_CPU_POOL must be 'python', 'native' or unset, got {raw!r}")
 
 
 def cpu_policy() -> None:

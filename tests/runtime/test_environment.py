@@ -76,7 +76,7 @@ def test_cpu_pool_accepted_values(monkeypatch, value):
 def test_cpu_pool_unknown_value_raises_value_error(monkeypatch):
     monkeypatch.setenv("TACK_CPU_POOL", "gpu")
     with pytest.raises(ValueError, match=re.escape(
-            "TACK_CPU_POOL must be 'python' or unset, got 'gpu'")):
+            "TACK_CPU_POOL must be 'python', 'native' or unset, got 'gpu'")):
         tack.device("cpu", num_threads=2)
 
 
@@ -108,4 +108,12 @@ def test_cpu_margin_is_a_float(monkeypatch):
     monkeypatch.setenv("TACK_CPU_MARGIN", "wide")
     with pytest.raises(ValueError, match=re.escape(
             "TACK_CPU_MARGIN must be a number, got 'wide'")):
+        tack.device("cpu", num_threads=2)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "-0.5"])
+def test_cpu_margin_is_finite_and_not_negative(monkeypatch, value):
+    monkeypatch.setenv("TACK_CPU_MARGIN", value)
+    with pytest.raises(ValueError, match=re.escape(
+            f"TACK_CPU_MARGIN must be a finite number of 0 or more, got '{value}'")):
         tack.device("cpu", num_threads=2)
