@@ -309,6 +309,16 @@ def test_a_consumed_capsule_raises_value_error():
         tack.from_dlpack(capsule)
 
 
+def test_a_capsule_of_another_major_version_is_refused_and_left_to_its_producer():
+    capsule = tack.arange(3, dtype=tack.f64).__dlpack__(max_version=(1, 0))
+    managed(capsule).major, managed(capsule).minor = 2, 5
+    with pytest.raises(ValueError, match=re.escape(
+            "DLPack 2.5 tensors cannot be imported: Tack reads DLPack 1.x")):
+        tack.from_dlpack(capsule)
+    assert capsule_name(capsule) == b"dltensor_versioned"   # not consumed
+    managed(capsule).major = 1
+    assert tack.from_dlpack(capsule).numpy().tolist() == [0.0, 1.0, 2.0]
+
 def test_a_capsule_of_another_kind_raises_value_error():
     name = b"not_a_tensor"
     capsule = _api.PyCapsule_New(1234, name, None)

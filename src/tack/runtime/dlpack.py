@@ -260,6 +260,10 @@ def _open(capsule):
         if _api.PyCapsule_IsValid(capsule, name):
             address = _api.PyCapsule_GetPointer(capsule, name)
             managed = kind.from_address(address)
+            if kind is DLManagedTensorVersioned and managed.version.major != 1:
+                version = managed.version   # another major version: another layout
+                raise ValueError(f"DLPack {version.major}.{version.minor} tensors cannot "
+                                 f"be imported: Tack reads DLPack 1.x")
             read_only = kind is DLManagedTensorVersioned and bool(
                 managed.flags & FLAG_READ_ONLY)
             return address, managed, read_only, name
