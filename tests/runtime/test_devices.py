@@ -324,3 +324,26 @@ def test_sync_async_and_numpy_async(rng):
     np.testing.assert_array_equal(values, host + 1, err_msg=repr(rng))
     values[0] = 12345  # numpy_async returns a copy, as numpy() does
     assert out[0] == host[0] + 1
+
+
+def test_devices_made_with_options_are_not_all_kept_by_the_kernels_they_ran():
+    import gc
+    import weakref
+
+    @tack.kernel
+    def scale(x, a):
+        for i in range(len(x)):
+            x[i] = x[i] * a
+
+    kept = []
+    for k in range(12):
+        dev = tack.device("cpu", num_threads=2)
+        kept.append(weakref.ref(dev))
+        with dev:
+            x = tack.ones(1 << 16)   # a fill kernel of Tack's own runs on dev too
+            scale(x, 2.0)
+            assert x.numpy()[[0, -1]].tolist() == [2.0, 2.0]
+        del dev, x
+    gc.collect()
+    alive = [ref() for ref in kept if ref() is not None]
+    assert len(alive) <= 4 and kept[0]() is None   # the most recent few at most

@@ -238,6 +238,11 @@ def device(spec="cpu", **options) -> Device:
     return found
 
 
+def is_shared(dev: Device) -> bool:
+    """Whether ``dev`` is the one device its spec names (made without options)."""
+    return _devices.get((dev.type, dev.index)) is dev
+
+
 def device_count(type: str) -> int:  # noqa: A002 (the spec's name for it)
     """How many devices of ``type`` there are; 0 where its backend cannot start."""
     type_ = type

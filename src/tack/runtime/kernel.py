@@ -22,7 +22,7 @@ from ..lang.lower.kernel import lower_kernel, validate_kernel
 from ..lang.source import read_source
 from . import debug as _debug
 from . import record as _record
-from .device import get_default_device, warm
+from .device import get_default_device, is_shared, warm
 from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant, call_specs,
                        check_writable, element_spec, placement, signature_function,
                        variant_mode)
@@ -60,9 +60,14 @@ class FastPath:
     ``add`` runs under a lock: a runner stored with the old ``key`` after the
     table was emptied would answer a call whose baked shapes differ. A warm call
     reads ``key`` and ``table`` without it: a signature made by the old
-    ``key`` matches nothing the new one stores."""
+    ``key`` matches nothing the new one stores.
 
-    __slots__ = ("table", "shape_params", "n_args", "key", "lock")
+    A runner holds its device, and so the device's thread pool. The table keeps
+    the runners of at most ``OPTIONED_RUNNERS`` devices made with options (a new
+    device on every ``tack.device(..., num_threads=...)``), dropping the oldest,
+    so that a program making one such device per task does not keep them all."""
+
+    __slots__ = ("table", "shape_params", "n_args", "key", "lock", "optioned")
 
     def __init__(self, n_args: int):
         self.table: dict = {}
@@ -70,6 +75,7 @@ class FastPath:
         self.n_args = n_args
         self.key = signature_function(n_args, self.shape_params)
         self.lock = threading.Lock()
+        self.optioned: list = []   # keys of runners on devices made with options, oldest first
 
     def add(self, args, shape_params, runner) -> None:
         with self.lock:
@@ -77,7 +83,24 @@ class FastPath:
                 self.shape_params = self.shape_params | shape_params
                 self.key = signature_function(self.n_args, self.shape_params)
                 self.table.clear()
-            self.table[self.key(args)] = runner
+                self.optioned.clear()
+            key = self.key(args)
+            self.table[key] = runner
+            if key in self.optioned:
+                self.optioned.remove(key)
+            if not all(map(is_shared, runner_devices(runner))):
+                self.optioned.append(key)
+                if len(self.optioned) > OPTIONED_RUNNERS:
+                    self.table.pop(self.optioned.pop(0), None)
+
+
+OPTIONED_RUNNERS = 4
+
+
+def runner_devices(runner) -> tuple:
+    """The devices a runner holds: where it runs and the default it was made under."""
+    return tuple(d for d in (getattr(runner, "device", None), runner.default)
+                 if d is not None)
 
 
 class Kernel:
