@@ -153,10 +153,21 @@ def test_exchange_error_on_one_rank_after_repeats(comm, rng):
 def test_exchange_repeated_through_a_rebalanced_blocks(comm, rng):
     """The same message dicts, repeated, then passed to a new Blocks of the same
     world that gives block 2 to rank 0: delivered there, on every rank alike."""
+    _repeated_then_rebalanced(comm, rng, gpu_aware=False)
+
+
+def test_exchange_repeated_through_a_rebalanced_blocks_gpu_aware(comm, rng):
+    """As above in a GPU-aware world, whose speculative receives are arrays on
+    the destination blocks' devices: posted through the old Blocks, they named
+    a block that had moved, and one rank raised while the others waited."""
+    _repeated_then_rebalanced(comm, rng, gpu_aware=True)
+
+
+def _repeated_then_rebalanced(comm, rng, gpu_aware):
     size = comm.Get_size()
     if size == 1:
         return
-    world = tack.World(comm)
+    world = tack.World(comm, gpu_aware=gpu_aware)
     before = tack.Blocks(["cpu"] * 2, world)                    # block 2 on rank 1
     counts = [3] + [2] * (size - 2) + [1]
     after = tack.Blocks(["cpu"] * counts[comm.Get_rank()], world)   # block 2 on rank 0

@@ -29,7 +29,8 @@ MISSING = _runner().available()
 # file -> rank counts; the collectives also run on 6 ranks, for the 6 x 1 layout.
 FILES = {"test_cache_bundle.py": "1,2,3,4", "test_comm_collectives.py": "1,2,3,4,6",
          "test_comm_errors.py": "1,2,3,4", "test_comm_exchange.py": "1,2,3,4",
-         "test_comm_plan.py": "1,2,3,4", "test_comm_routing.py": "1,2,3,4",
+         "test_comm_plan.py": "1,2,3,4", "test_comm_repeat.py": "1,2,3,4",
+         "test_comm_routing.py": "1,2,3,4",
          "test_comm_sort.py": "1,2,3,4"}
 
 

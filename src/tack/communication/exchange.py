@@ -42,6 +42,7 @@ class _Channel:
         self.incoming = None    # per rank, the headers this rank receives
         self.receiving = []     # per peer that sends here: (peer, headers, sizes)
         self.hot = False        # the last call repeated the pattern: speculate
+        self.blocks = None      # the Blocks of the last call: speculate only through it
         self.sizes = {}         # per peer, the bytes of the messages sent (mirrors)
         self.repeat = None      # the last call's messages, to recognise a repeat
 
@@ -148,7 +149,9 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
         changed = int(error is None and headers != channel.out)
     if total is not None:
         pass                        # the express path missed: agreed and drained
-    elif channel.hot and world.overlaps:
+    elif channel.hot and world.overlaps and channel.blocks is blocks:
+        # (another Blocks may have moved the blocks the agreed receives are for;
+        # Blocks are made collectively, so every rank takes the same branch)
         total, received = _speculate(blocks, channel, outgoing, changed, error, fields,
                                      repeat)
         if received is not None:
@@ -157,7 +160,7 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
             return _assemble(blocks, outgoing.get(world.rank, []), received)
     else:
         total = world.agree(call, error, fields, count=changed)
-    channel.hot = not total
+    channel.hot, channel.blocks = not total, blocks
     if total:
         sent = [headers.get(r, ()) if r != world.rank else () for r in range(world.size)]
         channel.incoming = world.alltoall(sent)
