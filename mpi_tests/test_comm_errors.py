@@ -189,6 +189,27 @@ def test_values_differ_between_ranks(comm, rng):
     world.free()
 
 
+
+def test_shapes_whose_old_20_bit_codes_collided_differ(comm, rng):
+    # Regression: (450,) and (501,) f64 had one agreement code, so the call went
+    # on: a wrong sum on one rank, an MPI error or a hang on another.
+    blocks, world, bad = setup(comm, per_rank=1)
+    if comm.Get_size() == 1:
+        return
+    values = {g: tack.ones(501 if bad else 450, tack.f64) for g in blocks.local}
+    for call in (blocks.all_reduce, blocks.all_gather):
+        everywhere(comm, blocks, TypeError, "the values' type or shape differs between "
+                   "ranks: ('array', 'f64', (450,)), ('array', 'f64', (501,))", call, values)
+    world.free()
+
+
+def test_equal_margins_agree_whatever_the_sign_of_zero(comm, rng):
+    blocks, world, bad = setup(comm, per_rank=1)
+    bounds = {g: ((float(g),), (g + 1.0,)) for g in blocks.local}
+    for margin in (-0.0 if bad else 0.0, 0.0, -0.0 if bad else 0.0):
+        blocks.link_by_bounds(bounds, margin)
+    world.free()
+
 def test_calls_in_different_order(comm, rng):
     blocks, world, bad = setup(comm)
     if comm.Get_size() == 1:

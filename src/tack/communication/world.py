@@ -37,6 +37,7 @@ messages, agreed the same way on every rank, use.
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 import zlib
 
@@ -68,11 +69,18 @@ def plan_tag(serial: int) -> int:
     return TAG_PLANS + serial % PLANS
 
 
-def field_code(value) -> int:
-    """A small deterministic integer for ``value`` (equal values, equal codes)."""
+def field_codes(value) -> tuple:
+    """Two small deterministic integers for ``value``: equal values, equal codes;
+    different values, different codes but for a chance of about 2**-40 (two
+    independent 20-bit codes: one alone, 2**-20, let real pairs of shapes
+    through). A small int is its own code; -0.0 is 0.0."""
     if isinstance(value, int) and 0 <= value < _FIELD:
-        return value + 1
-    return zlib.crc32(repr(value).encode()) % (_FIELD - 1) + 1
+        return value + 1, value + 1
+    if isinstance(value, float):
+        value += 0.0                       # -0.0 + 0.0 is 0.0: equal values
+    digest = int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=8).digest(),
+                            "little")
+    return digest % (_FIELD - 1) + 1, (digest >> 32) % (_FIELD - 1) + 1
 
 
 class World:
@@ -104,7 +112,9 @@ class World:
         self._calls = 0
         self._freed = False
         self._serial = 0
-        self._vector = np.zeros(_SLOTS + 3 * (2 + MAX_FIELDS), np.int64)
+        # slots: the flags, then the call counter and two codes for the operation
+        # and for each field, each as (ranks, sum, sum of squares)
+        self._vector = np.zeros(_SLOTS + 3 * (1 + 2 * (1 + MAX_FIELDS)), np.int64)
         self._vector[_SLOTS] = 1                  # the call counter's count slot
         self._slots = memoryview(self._vector)    # cheap writes of single slots
         self._total = np.zeros_like(self._vector)
@@ -274,9 +284,9 @@ class World:
             if speculated and not hit:
                 self._drain(posted, requests)
             return total[1], hit
-        same_call = _all_equal(total, 0) and _all_equal(total, 1)
-        same_fields = same_call and all(_all_equal(total, i)
-                                        for i in range(2, 2 + len(fields)))
+        same_call = _all_equal(total, 0) and _code_equal(total, 0)
+        same_fields = same_call and all(_code_equal(total, i)
+                                        for i in range(1, 1 + len(fields)))
         hit = same_fields and not total[0] and not total[1] and speculated == self.size
         posted, self._posted = self._posted, []
         requests, self._requests = self._requests, []
@@ -288,8 +298,8 @@ class World:
         if total[0]:
             faults = self.allgather(None if error is None else error_record(error))
             raise agreed_error(error, faults)
-        for i, (value, exc_type, what) in enumerate(fields, start=2):
-            if not _all_equal(total, i):
+        for i, (value, exc_type, what) in enumerate(fields, start=1):
+            if not _code_equal(total, i):
                 values = self.allgather(value)
                 seen = sorted({repr(x) for x in values if x is not None})
                 raise exc_type(f"{what} differs between ranks: {', '.join(seen)}")
@@ -359,20 +369,21 @@ class World:
             key, tail = None, None
         if tail is None:
             tail = []
-            for code in [self._code(operation)] + [None if v is None else field_code(v)
-                                                   for v, _, _ in fields]:
-                tail += (0, 0, 0) if code is None else (1, code, code * code)
+            for codes in [self._code(operation)] + [None if v is None else field_codes(v)
+                                                    for v, _, _ in fields]:
+                tail += (0,) * 6 if codes is None else \
+                    (1, codes[0], codes[0] ** 2, 1, codes[1], codes[1] ** 2)
             tail += [0] * (self._vector.size - _SLOTS - 3 - len(tail))
             tail = (tail, [self.size * x for x in tail])
             if key is not None and len(self._tails) < 1024:
                 self._tails[key] = tail
         return tail
 
-    def _code(self, operation: str) -> int:
-        code = self._codes.get(operation)
-        if code is None:
-            code = self._codes[operation] = field_code(operation)
-        return code
+    def _code(self, operation: str) -> tuple:
+        codes = self._codes.get(operation)
+        if codes is None:
+            codes = self._codes[operation] = field_codes(operation)
+        return codes
 
     def _persistent_sum(self):
         """A persistent sum of the agreement vector (``Allreduce_init``, MPI 4), or
@@ -420,6 +431,12 @@ class World:
     def persistent(self) -> bool:
         """Whether the communicator makes persistent requests."""
         return hasattr(self._comm, "Send_init") and hasattr(self._comm, "Recv_init")
+
+
+def _code_equal(total: list, index: int) -> bool:
+    """Whether every rank gave the same value for the operation (``index`` 0)
+    or field ``index`` (from 1): both its codes are equal everywhere."""
+    return _all_equal(total, 1 + 2 * index) and _all_equal(total, 2 + 2 * index)
 
 
 def _all_equal(total: list, slot: int) -> bool:
