@@ -124,8 +124,11 @@ def require_array(call: str, what: str, value) -> Array:
 
 
 def require_on_device(blocks, call: str, what: str, gid: int, array: Array) -> Array:
+    """``array`` if it is in the memory of block ``gid``'s device: on that device
+    or on another of its memory domain (every CPU device shares the host's, so
+    a message passed between two of them on one rank stays where it is)."""
     device = blocks.device(gid)
-    if array.device != device:
+    if array.device.backend.memory_domain != device.backend.memory_domain:
         raise ValueError(f"{call}: {what}: the array is on {array.device!r}, not on "
                          f"block {gid}'s device ({device!r}); copy it there first "
                          f"(a.to_device(...))")
