@@ -87,3 +87,15 @@ def test_a_message_between_two_cpu_devices_can_be_passed_on():
     back = blocks.exchange({1: {0: {"x": got}}})[0][1]["x"]
     assert back.numpy().tolist() == [0.0, 1.0, 2.0]
     assert blocks.all_reduce({0: x, 1: got}).numpy().tolist() == [0.0, 2.0, 4.0]
+
+
+def test_a_repeat_with_float_block_ids_is_checked_as_a_first_call_is():
+    blocks = tack.Blocks(["cpu", "cpu"])
+    x = tack.array(np.arange(3.0))
+    for _ in range(2):
+        blocks.exchange({0: {1: {"x": x}}})
+    for messages, kind in (({0: {1.0: {"x": x}}}, "float"), ({0.0: {1: {"x": x}}}, "float"),
+                           ({0: {True: {"x": x}}}, "bool")):
+        with pytest.raises(TypeError, match=re.escape(
+                f"Blocks.exchange(): block ids are integers, not {kind}")):
+            blocks.exchange(messages)

@@ -87,6 +87,10 @@ def test_construction_errors():
             "Plan(): the receives of block 1 (from block 0) has a negative index (-1)")):
         tack.Plan(blocks, {0: {1: [0]}}, {1: {0: [-1]}})
     with pytest.raises(ValueError, match=re.escape(
+            "Plan(): the sends of block 0 (to block 1) has an index past any array "
+            "(18446744073709551615)")):   # it wrapped to -1 and read element 0
+        tack.Plan(blocks, {0: {1: np.array([2**64 - 1], np.uint64)}}, {1: {0: [0]}})
+    with pytest.raises(ValueError, match=re.escape(
             "Plan(): block 5 is out of range: the world has 2 blocks")):
         tack.Plan(blocks, {0: {5: [0]}}, {})
 

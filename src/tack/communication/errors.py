@@ -8,7 +8,10 @@ raised instead of raising, so the rank can still take part in the agreement.
 
 from __future__ import annotations
 
+import operator
 import sys
+
+import numpy as np
 
 from .. import types as T
 from ..runtime.array import Array
@@ -18,11 +21,12 @@ _PLAIN = (str, bytes, int, float, bool, type(None))
 
 def fault(check, *args):
     """``(result, None)`` of ``check(*args)``, or ``(None, exception)``: any
-    exception (a user's ``holds`` may raise anything), so that the rank still
-    takes part in the agreement and every rank raises it."""
+    exception, ``BaseException`` included (a user's ``holds`` may raise
+    anything, even ``KeyboardInterrupt``), so that the rank still takes part in
+    the agreement and every rank raises it."""
     try:
         return check(*args), None
-    except Exception as exc:
+    except BaseException as exc:   # noqa: BLE001 (raised again, on every rank)
         return None, exc
 
 
@@ -62,7 +66,7 @@ def _rebuild(module: str, qualname: str, args, message: str):
     found = sys.modules.get(module)
     for part in qualname.split("."):
         found = getattr(found, part, None)
-    if not (isinstance(found, type) and issubclass(found, Exception)):
+    if not (isinstance(found, type) and issubclass(found, BaseException)):
         return None
     try:
         error = found(*args) if args is not None else found(message)
@@ -88,9 +92,10 @@ def require_dict(call: str, what: str, value) -> dict:
 
 def require_gid(blocks, call: str, gid, local: bool = True) -> int:
     """``gid`` as an int: a global id, and this rank's when ``local``."""
-    if isinstance(gid, bool) or not isinstance(gid, int):
+    if isinstance(gid, (bool, np.bool_)):
+        raise TypeError(f"{call}: block ids are integers, not {type(gid).__name__}")
+    if not isinstance(gid, int):
         try:
-            import operator
             gid = operator.index(gid)
         except TypeError:
             raise TypeError(f"{call}: block ids are integers, not "

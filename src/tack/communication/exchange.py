@@ -67,10 +67,10 @@ class _Repeat:
     def __init__(self, messages, outgoing, blocks):
         self.blocks = blocks
         self.flat, position = [], {}
-        for src, per_dst in messages.items():
-            self.flat.append((src, None, len(per_dst)))
+        for src, per_dst in messages.items():   # the keys' types too: 1.0 == 1
+            self.flat.append((src, None, len(per_dst), type(src)))
             for dst, named in per_dst.items():
-                self.flat.append((src, dst, len(named)))
+                self.flat.append((src, dst, len(named), type(dst)))
                 for name, array in named.items():
                     position[id(array), src, dst, name] = len(self.flat)
                     self.flat.append((name, weakref.ref(array)))
@@ -93,11 +93,13 @@ class _Repeat:
         if type(messages) is not dict:
             return None
         for src, per_dst in messages.items():
-            if type(per_dst) is not dict or i >= n or flat[i] != (src, None, len(per_dst)):
+            if type(per_dst) is not dict or i >= n or \
+                    flat[i] != (src, None, len(per_dst), type(src)):
                 return None
             i += 1
             for dst, named in per_dst.items():
-                if type(named) is not dict or i >= n or flat[i] != (src, dst, len(named)):
+                if type(named) is not dict or i >= n or \
+                        flat[i] != (src, dst, len(named), type(dst)):
                     return None
                 i += 1
                 for name, array in named.items():

@@ -452,6 +452,9 @@ def _index(what: str, index) -> np.ndarray:
                          f"{values.shape}")
     if values.min() < 0:
         raise ValueError(f"{CALL}: {what} has a negative index ({values.min()})")
+    if values.max() > np.iinfo(np.intp).max:   # u64 past 2**63 would wrap negative
+        raise ValueError(f"{CALL}: {what} has an index past any array "
+                         f"({values.max()})")
     return values.astype(np.intp)
 
 
