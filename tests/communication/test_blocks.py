@@ -181,3 +181,36 @@ def test_collectives_refuse_an_array_on_another_device():
                 f"Device('opencl:0'), not on block 0's device (Device('cpu')); copy it "
                 f"there first")):
             getattr(blocks, name)({0: elsewhere, 1: tack.zeros(2)})
+
+
+def test_cuda_blocks_on_an_mpi_that_is_not_cuda_aware_are_refused_on_every_rank(
+        monkeypatch):
+    """Found by Blocks() on the rank that has CUDA blocks and agreed, rather than
+    mid-transfer on that rank alone while the others waited."""
+    pytest.importorskip("cuda.bindings")
+    from fake_cuda import FakeDriver
+    from fakempi import run_ranks
+    from tack.communication import transport
+    from tack.runtime.cuda import driver
+    from tack.runtime.cuda.backend import CUDABackend
+    from tack.runtime.device import Device
+    from cuda.bindings import nvrtc
+    fake = FakeDriver()
+    monkeypatch.setattr(driver, "modules", lambda: (fake, nvrtc))
+    monkeypatch.setattr(driver, "_initialized", False)
+    monkeypatch.setattr(driver, "_held", set())
+    monkeypatch.setattr(driver, "several", [False])
+    monkeypatch.setattr(transport, "_CUDA_SUPPORT", [True])   # the MPI refuses CUDA
+    backend = CUDABackend(0)
+    backend.memory_domain = ("fake-cuda", 0)
+    gpu = Device(backend, "cuda", 0)
+
+    def on_rank(comm):
+        world = tack.World(comm, gpu_aware=True)
+        try:
+            tack.Blocks([gpu] if comm.Get_rank() == 0 else ["cpu"], world)
+        except RuntimeError as exc:
+            return str(exc)
+        finally:
+            world.free()
+    assert run_ranks(2, on_rank) == [transport.NOT_CUDA_AWARE] * 2

@@ -12,7 +12,7 @@ import bisect
 
 from ..runtime.device import device as _device
 from ..runtime.dlpack import export_refusal
-from . import collectives, exchange, sort
+from . import collectives, exchange, sort, transport
 from .errors import fault
 from .world import World
 
@@ -158,11 +158,12 @@ def _devices(devices, gpu_aware: bool) -> list:
         raise TypeError(f"Blocks() takes a sequence of devices, one per block, not "
                         f"{type(devices).__name__}")
     resolved = [_device(d) for d in devices]
-    for device in resolved if gpu_aware else ():
-        refusal = export_refusal(device)
-        if refusal:   # found here, on every rank, rather than mid-transfer
+    for device in resolved if gpu_aware else ():   # found here, on every rank,
+        refusal = export_refusal(device)           # rather than mid-transfer
+        if refusal:
             raise ValueError(f"Blocks(): World(comm, gpu_aware=True) hands MPI the "
                              f"arrays themselves through DLPack, and arrays on {device} "
                              f"cannot be exported that way; use World(comm), whose "
                              f"transport stages through host memory")
+        transport.check_direct(device.backend)   # an MPI that is not CUDA-aware
     return resolved

@@ -174,7 +174,9 @@ NOT_CUDA_AWARE = ("World(comm, gpu_aware=True) hands MPI device memory, but this
                   "host memory, or an MPI built with CUDA support.")
 
 
-def _check_direct(backend) -> None:
+def check_direct(backend) -> None:
+    """``RuntimeError`` where MPI would be handed this backend's memory and says
+    it cannot take it (``Blocks()`` asks, so that every rank raises it)."""
     if backend.name == "cuda" and mpi_refuses_cuda():
         raise RuntimeError(NOT_CUDA_AWARE)
 
@@ -183,7 +185,7 @@ def empty_on(device, dtype, shape):
     """A new array to receive into directly (GPU-aware transport), in memory MPI
     may be handed (``Backend.mpi_direct``, ``Backend.allocate_mpi_array``)."""
     backend = device.backend
-    _check_direct(backend)
+    check_direct(backend)
     if backend.mpi_direct:
         return empty(shape, dtype, device=device)
     return backend.allocate_mpi_array(device, shape, dtype)
@@ -194,7 +196,7 @@ def for_mpi(array):
     memory it may (GPU-aware transport). Either way its queue has finished
     with it when MPI reads it: DLPack export waits for the launches so far."""
     backend = array.device.backend
-    _check_direct(backend)
+    check_direct(backend)
     if backend.mpi_direct:
         return array
     staged = backend.allocate_mpi_array(array.device, array.shape, array.dtype)
