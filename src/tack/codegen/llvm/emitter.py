@@ -57,9 +57,11 @@ class Emitter:
 
     def store_pointer(self, store, index: ir.Value) -> ir.Value:
         """Where ``store`` writes: relative to the aligned pointer of a peeled
-        loop (``peel.py``) when it is that loop's store, so LLVM knows the
-        alignment."""
-        if self.aligned is None or self.aligned[0] is not store:
+        loop (``peel.py``) when it stores into that loop's array, so LLVM knows
+        the alignment. Every store into the array, not only the one peeled for:
+        through two unrelated pointers LLVM guarded the vector loop with an
+        overlap check that always failed, and the loop ran scalar."""
+        if self.aligned is None or self.aligned[0].array != store.array:
             return self.element_pointer(store.array, index)
         _, base, base_index = self.aligned
         return self.builder.gep(base, [self.builder.sub(index, base_index)], inbounds=True)
