@@ -320,6 +320,9 @@ def _saturating_int(b, v: ir.Value, dst, target) -> ir.Value:
     lowest = -(1 << (dst.bits - 1)) if dst.is_signed else 0
     past = 1 << (dst.bits - 1 if dst.is_signed else dst.bits)   # first value too large
     low, high = ir.Constant(v.type, float(lowest)), ir.Constant(v.type, float(past))
+    mantissa = 24 if v.type == ir.FloatType() else 53
+    if (past - 1).bit_length() <= mantissa:   # the largest value is a float: clamp
+        return _clamped_int(b, v, low, ir.Constant(v.type, float(past - 1)), dst, target)
     too_large = b.fcmp_ordered(">=", v, high)
     unusable = b.or_(too_large, b.fcmp_unordered("uno", v, v))   # NaN or too large
     safe = b.select(b.fcmp_ordered("<", v, low), low,
@@ -327,6 +330,17 @@ def _saturating_int(b, v: ir.Value, dst, target) -> ir.Value:
     whole = b.fptosi(safe, target) if dst.is_signed else b.fptoui(safe, target)
     largest = ir.Constant(target, past - 1)
     return b.select(too_large, largest, whole)
+
+
+def _clamped_int(b, v: ir.Value, low, top, dst, target) -> ir.Value:
+    """``_saturating_int`` where the type's ends are both floats (f64 to 32 bits
+    or less, f32 to 16 or less): clamped between them (two compares and
+    selects, which x86 makes a min and a max), converted, and NaN made 0 after
+    (its conversion is poison, which the select does not pick)."""
+    clamped = b.select(b.fcmp_ordered(">", v, top), top, v)
+    clamped = b.select(b.fcmp_ordered("<", clamped, low), low, clamped)
+    whole = b.fptosi(clamped, target) if dst.is_signed else b.fptoui(clamped, target)
+    return b.select(b.fcmp_unordered("uno", v, v), ir.Constant(target, 0), whole)
 
 
 # -- math -----------------------------------------------------------------------
