@@ -18,7 +18,8 @@ exponents LLVM folds exactly itself):
 * **f64** carries each product as an unevaluated sum of two f64 values
   (``fma`` gives the rounding error of a product exactly), which keeps the
   error before the final rounding near 2**-100: correctly rounded but for
-  values that close to a boundary, and within one ulp, subnormal results
+  values that close to a boundary (or near the bottom of the normal range,
+  where the error terms are subnormal), and within one ulp, subnormal results
   included. Where the plain product chain gives zero, infinity or NaN, that
   chain is taken instead: it gets the signs of zeros and the special values
   right (``(-0.0) ** 3`` is ``-0.0``, ``0.0 ** -3`` is
@@ -55,9 +56,9 @@ def integer_power(em, x, k: int):
         base = b.fdiv(ir.Constant(wide.type, 1.0), wide) if k < 0 else wide
         return b.fptrunc(_chain(abs(k), base, b.fmul), x.type)
     plain = _chain(abs(k), b.fdiv(ir.Constant(x.type, 1.0), x) if k < 0 else x, b.fmul)
-    pair = _chain(abs(k), _reciprocal(em, x) if k < 0 else (x, ir.Constant(x.type, 0.0)),
+    pair = _chain(abs(k), _reciprocal(em, x) if k < 0 else (x, None),
                   lambda p, q: _two_product(em, p, q))
-    return _unless_special(em, pair[0], plain)
+    return _unless_special(em, b.fadd(*pair), plain)
 
 
 def _unless_special(em, precise, plain):
@@ -87,15 +88,23 @@ def _fma(em, a, b_, c):
 
 
 def _two_product(em, p, q):
-    """The product of two-term values ``p`` and ``q``, renormalized so that its
-    head is the rounded sum of its terms (the low product is negligible)."""
+    """The product of two-term values ``p`` and ``q`` as ``(head, rest)``: the
+    rounded product of the heads and what it left out (the low product is
+    negligible). A low term of None is exactly zero, and its products are left
+    out (LLVM may not drop ``x * 0.0``: it is NaN for an infinite ``x``). The
+    pair is not renormalized: ``|rest|`` stays within a few ulps of ``head``,
+    which the next product's cross terms absorb, and the caller adds the two
+    once, at the end (a renormalization per step cost three more additions)."""
     b = em.builder
     (ph, pl), (qh, ql) = p, q
     head = b.fmul(ph, qh)
     error = _fma(em, ph, qh, b.fneg(head))
-    error = b.fadd(error, b.fadd(b.fmul(ph, ql), b.fmul(pl, qh)))
-    total = b.fadd(head, error)
-    return total, b.fsub(error, b.fsub(total, head))
+    cross = [b.fmul(u, v) for u, v in ((ph, ql), (pl, qh)) if v is not None and u is not None]
+    if len(cross) == 2:
+        error = b.fadd(error, b.fadd(*cross))
+    elif cross:
+        error = b.fadd(error, cross[0])
+    return head, error
 
 
 def _reciprocal(em, x):
@@ -159,7 +168,7 @@ def _bit_power(em, x, n, negative):
     result = _picked(bits, pair, (one, nothing), lambda p, q: _two_product(em, p, q),
                      lambda v, w: (b.select(v[0], v[1][0], w[0]),
                                    b.select(v[0], v[1][1], w[1])))
-    return _unless_special(em, result[0], plain)
+    return _unless_special(em, b.fadd(*result), plain)
 
 
 def _picked(bits, base, one, multiply, pick):
