@@ -608,6 +608,26 @@ def test_an_integer_literal_rounds_once_to_f32():
 
 
 @tack.kernel
+def cast_float_literals(o, of):   # no f64 array: the kernel's default float is f32
+    for i in range(len(o)):
+        o[i, 0] = tack.i64(tack.f64(0.1) * 1e17)
+        o[i, 1] = tack.i64(tack.f64(1e300) / 1e290)
+        o[i, 2] = tack.i64(tack.f64(16777217.0))
+        o[i, 3] = tack.i64(16777217.0)
+        of[i] = tack.f64(tack.f32(0.1)) * 10.0
+        of[i + 1] = tack.f64(1e-300) * 1e300
+
+
+def test_a_cast_converts_a_float_literal_once():
+    # Regression: in an f32-default kernel the literal became an f32 constant
+    # first, so tack.f64(1e300) was inf and tack.f64(0.1) was 0.1 rounded to f32.
+    o, of = tack.zeros((1, 4), tack.i64), tack.zeros(2, tack.f32)
+    cast_float_literals(o, of)
+    assert o.numpy().tolist() == [[10**16, 10**10, 16777217, 16777217]]
+    want = [np.float32(np.float64(np.float32(0.1)) * 10.0), np.float32(1.0)]
+    assert of.numpy().tolist() == want
+
+@tack.kernel
 def of_nan_literals(out):
     for i in range(len(out)):
         out[0] = 1.0

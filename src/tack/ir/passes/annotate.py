@@ -229,7 +229,13 @@ def _select(e: Select, ctx):
 
 @_typed.register(Cast)
 def _explicit_cast(e: Cast, ctx):
-    operand, _ = annotate(e.operand, ctx)
+    operand, t = annotate(e.operand, ctx)
+    if t.weak and isinstance(operand, Const) and isinstance(operand.value, float):
+        # a float literal is converted once, from its exact value: typed with the
+        # kernel's default float first, tack.f64(0.1) was 0.1 rounded to f32
+        operand = operand.replace(dtype=T.f64)
+        if e.to == T.f64:
+            return operand, T.Typed(T.f64)
     return e.replace(operand=operand, dtype=e.to), T.Typed(e.to)
 
 
