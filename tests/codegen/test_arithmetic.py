@@ -628,6 +628,27 @@ def test_a_cast_converts_a_float_literal_once():
     assert of.numpy().tolist() == want
 
 @tack.kernel
+def extremes_of_three(x, y, z, a, o, of):
+    for i in range(len(o)):
+        o[i, 0] = min(x[i], y[i], z[i])
+        o[i, 1] = min(z[i], -9007199254740993, a[i])
+        o[i, 2] = max(z[i], 2**40, a[i])
+        o[i, 3] = max(z[i], a[i], 2**40)
+        o[i, 4] = min(min(x[i], y[i]), z[i])   # nested by hand: two joins
+        of[i] = min(tack.f32(1.0), 0.1, tack.f64(1.0))
+
+
+def test_min_and_max_of_several_arguments_use_the_join_of_them_all():
+    # Regression: min(a, b, c) was typed pairwise, so a literal wrapped to the
+    # first pair's narrower type and u64 values compared as unsigned.
+    x, y = tack.array(np.array([2**63], np.uint64)), tack.array(np.array([1], np.uint64))
+    z, a = tack.array(np.array([5], np.int32)), tack.array(np.array([0], np.int64))
+    o, of = tack.zeros((1, 5), tack.i64), tack.zeros(1, tack.f64)
+    extremes_of_three(x, y, z, a, o, of)
+    assert o.numpy().tolist() == [[-2**63, -9007199254740993, 2**40, 2**40, 1]]
+    assert of.numpy().tolist() == [0.1]
+
+@tack.kernel
 def of_nan_literals(out):
     for i in range(len(out)):
         out[0] = 1.0

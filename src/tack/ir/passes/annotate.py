@@ -18,7 +18,8 @@ from ... import types as T
 from ..expressions import (
     Abs, And, Atomic, BinaryOp, BlockMax, BlockMin, BlockReduce, BlockSum, BoundsCheck,
     Cast, ThreadId, Ceil, Compare, Const, DimSize, Expr, FloatCast, Floor, Invert,
-    IsFinite, IsInf, IsNan, Load, LShift, MathBinary, MathUnary, Name, Neg, Not, Or, Pow,
+    IsFinite, IsInf, IsNan, Load, LShift, MathBinary, MathUnary, Max, Min, Name, Neg, Not,
+    Or, Pow,
     RShift, BitAnd, BitOr, BitXor, Select, Str, TrueDiv)
 from ..registry import Registry
 from ..statements import (
@@ -156,6 +157,31 @@ def _same_type(e, lhs, rhs, t: T.Typed):
 def _arith(e: BinaryOp, ctx):
     lhs, lt, rhs, rt = _operands(e, ctx)
     return _same_type(e, lhs, rhs, T.join(lt, rt, ctx.float))
+
+
+@_typed.register(Min, Max)
+def _extreme(e: BinaryOp, ctx):
+    """``min``/``max``; one of several arguments is typed with the join of them
+    all, as documented, not step by step (``min(a, b, c)`` lowers to
+    ``min(min(a, b), c)``, the steps sharing the call's span; a literal met a
+    narrower type first and wrapped, and u64 values compared unsigned before
+    the join made them signed)."""
+    arguments = [e.rhs]
+    inner = e.lhs
+    while type(inner) is type(e) and inner.span == e.span and e.span is not None:
+        arguments.append(inner.rhs)
+        inner = inner.lhs
+    if len(arguments) == 1:
+        return _arith(e, ctx)
+    typed = [annotate(a, ctx) for a in [inner] + arguments[::-1]]
+    strong = [t for _, t in typed if not t.weak]
+    t = strong[0] if strong else typed[0][1]
+    for other in strong[1:] + [t for _, t in typed if t.weak]:
+        t = T.join(t, other, ctx.float)
+    result = _cast(typed[0][0], t.dtype)
+    for value, _ in typed[1:]:
+        result = type(e)(result, _cast(value, t.dtype), dtype=t.dtype, span=e.span)
+    return result, t
 
 
 @_typed.register(TrueDiv)
