@@ -7,6 +7,7 @@ backend suites also run on OpenCL.
 """
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -111,3 +112,23 @@ def test_tacks_own_kernels_run_unchecked(debug, opencl):
         out = tack.zeros(10, device=device)
         with pytest.raises(IndexError, match="out of bounds"):   # the user's kernels are
             read_next(tack.arange(10, dtype=tack.f32, device=device), out)
+
+
+@tack.kernel
+def reads_past_the_rank(a, o):
+    for i in range(len(o)):
+        o[i] = a.shape[1] * 1000 + o.shape[0]
+
+
+def test_a_shape_read_past_the_rank_is_the_type_error_of_normal_mode(debug):
+    # Regression: the debug template read another array's extent (0 or o's),
+    # or past the hidden extents buffer on OpenCL, where normal mode refuses it.
+    o = tack.full(3, 7, tack.i64)
+    with pytest.raises(TypeError, match=re.escape(
+            "Kernel 'reads_past_the_rank': a.shape[1] of an array with 1 dimension(s) "
+            "at line")):
+        reads_past_the_rank(tack.zeros(3, tack.i64), o)
+    assert o.numpy().tolist() == [7, 7, 7]
+    two = tack.zeros((3, 5), tack.i64)
+    reads_past_the_rank(two, o)
+    assert o.numpy().tolist() == [5003, 5003, 5003]

@@ -76,6 +76,31 @@ def report(kernel_name: str, sites, errors) -> None:
                      f"{dimension} (extent {extent}) in {access}{tail}")
 
 
+def check_shape_reads(name: str, function, args) -> None:
+    """``TypeError`` for an ``a.shape[k]`` read with ``k`` at or past ``a``'s
+    rank, as normal mode raises it when it bakes the extents
+    (``ir/passes/resolve.py``). The debug template reads extents from the
+    hidden array instead, which has ``SLOTS`` of them per array whatever its
+    rank: it read another array's extent, or past the buffer on OpenCL. (An
+    index's own extents are never past the rank: the index count is checked.)"""
+    from ..ir import expressions as E
+    from ..ir.passes.common import kernel_error
+    from ..ir.traversal import walk
+    from ..lang.lower.bounds import EXTENTS
+    from .array import Array
+    arrays = [p.name for p in function.params if p.is_array]
+    ranks = {p.name: len(a.shape) for p, a in zip(function.params, args)
+             if p.is_array and isinstance(a, Array)}
+    for node in (n for stmt in function.body for n in walk(stmt)):
+        if isinstance(node, E.Load) and node.array == EXTENTS and \
+                isinstance(node.index, E.Const):
+            k, dim = divmod(node.index.value, SLOTS)
+            rank = ranks.get(arrays[k])
+            if rank is not None and dim >= rank:
+                raise kernel_error(TypeError, name, f"{arrays[k]}.shape[{dim}] of an "
+                                   f"array with {rank} dimension(s)", node.span)
+
+
 class Checked:
     """Debug mode's runner: fresh hidden arrays per launch, then the report."""
 

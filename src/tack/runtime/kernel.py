@@ -303,7 +303,8 @@ class Kernel:
         check_writable(self.name, bound.program(mode).variant, params, args)
         if result is not None:
             result.check_writable(args)   # the epilogue may store and run atomics too
-        if debug:
+        if debug:   # after the build, which finds an index count past the rank first
+            _debug.check_shape_reads(self.name, lowered.kernel, user_args)
             return _debug.Checked(self.name, bound, lowered, device, len(user_args)), template
         return bound, template
 
