@@ -19,8 +19,7 @@ from ..expressions import (
     Abs, And, Atomic, BinaryOp, BlockMax, BlockMin, BlockReduce, BlockSum, BoundsCheck,
     Cast, ThreadId, Ceil, Compare, Const, DimSize, Expr, FloatCast, Floor, Invert,
     IsFinite, IsInf, IsNan, Load, LShift, MathBinary, MathUnary, Max, Min, Name, Neg, Not,
-    Or, Pow,
-    RShift, BitAnd, BitOr, BitXor, Select, Str, TrueDiv)
+    Or, Pow, RShift, BitAnd, BitOr, BitXor, Select, Str, TrueDiv)
 from ..registry import Registry
 from ..statements import (
     Allocate, Assign, Barrier, Break, Continue, ExprStmt, Function, If, ParallelFor, Print, SeqFor,
@@ -174,9 +173,9 @@ def _extreme(e: BinaryOp, ctx):
     if len(arguments) == 1:
         return _arith(e, ctx)
     typed = [annotate(a, ctx) for a in [inner] + arguments[::-1]]
-    strong = [t for _, t in typed if not t.weak]
-    t = strong[0] if strong else typed[0][1]
-    for other in strong[1:] + [t for _, t in typed if t.weak]:
+    strong = [u for _, u in typed if not u.weak]   # the strong types first: a weak
+    t = strong[0] if strong else typed[0][1]        # literal adapts to their join
+    for other in strong[1:] + [u for _, u in typed if u.weak]:
         t = T.join(t, other, ctx.float)
     result = _cast(typed[0][0], t.dtype)
     for value, _ in typed[1:]:
