@@ -658,6 +658,26 @@ def of_nan_literals(out):
         out[4] = math.floor(math.nan) * 0.0 + math.nan
 
 
+@tack.kernel
+def of_constant_nans(a, o, f):
+    for i in range(len(a)):
+        o[i, 0] = math.ceil(0.0 / 0.0 + a[i])
+        o[i, 1] = math.ceil(math.inf - math.inf + a[i])
+        o[i, 2] = math.ceil(math.inf * 0 + a[i])
+        x = 0.0 / 0.0 + a[i]
+        o[i, 3] = x // x
+        f[i] = math.exp(0.0 / 0.0 + a[i])
+
+
+def test_nans_made_of_constants_are_stored():
+    # Regression: PoCL folded 0.0 / 0.0 (and inf - inf, inf * 0) to NaN itself
+    # and then dropped the stores that depended on it, silently.
+    a = tack.zeros(3, tack.f32)
+    o, f = tack.full((3, 4), 99, dtype=tack.i64), tack.full(3, 99.0, dtype=tack.f32)
+    of_constant_nans(a, o, f)
+    assert o.numpy().tolist() == [[0] * 4] * 3 and np.isnan(f.numpy()).all()
+
+
 def test_math_of_nan_literals_gives_nan():
     # Regression: PoCL dropped these stores (and crashed on pow of two NaN
     # literals); OpenCL C now reads its NaN constants through a volatile.

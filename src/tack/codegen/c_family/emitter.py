@@ -271,11 +271,33 @@ def wrapping_unsigned(dtype):
     return T.scalar_type(f"u{max(dtype.bits, 32)}")
 
 
+_FOLDED = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply,
+           E.TrueDiv: np.divide}
+
+
+def _constant_nan(e) -> bool:
+    """Whether ``e`` is float arithmetic on two constants whose result is NaN
+    (``0.0 / 0.0``, ``inf - inf``, ``inf * 0.0``): PoCL folds such a NaN
+    itself and then drops the stores that depend on it, so it is spelled as
+    the target's NaN constant instead, as ``math.nan`` is."""
+    kind = _FOLDED.get(type(e))
+    if kind is None or not e.dtype.is_float or not (
+            isinstance(e.lhs, E.Const) and isinstance(e.rhs, E.Const)):
+        return False
+    scalar = e.dtype.numpy.type
+    with np.errstate(all="ignore"):
+        value = kind(scalar(T.float_value(e.lhs.value, e.dtype)),
+                     scalar(T.float_value(e.rhs.value, e.dtype)))
+    return bool(np.isnan(value))
+
+
 @expr.register(E.BinaryOp)
 def _infix(e, em):
     symbol = _INFIX.get(type(e))
     if symbol is None:
         raise NotImplementedError(f"{em.target.name}: no spelling for {type(e).__name__}")
+    if _constant_nan(e):
+        return _const(E.Const(float("nan"), dtype=e.dtype, span=e.span), em)
     if isinstance(e, _WRAPPING) and e.dtype.is_int and (e.dtype.is_signed
                                                         or e.dtype.bits < 32):
         u = em.type(wrapping_unsigned(e.dtype))
