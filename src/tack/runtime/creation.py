@@ -50,14 +50,13 @@ def empty(shape, dtype=T.f32, *, device=None, exportable=False) -> Array:
     copy (CUDA only: elsewhere ``RuntimeError``)."""
     dev = _resolve_device(device)
     backend = dev.backend
-    if not exportable:
-        return _allocated(backend.allocate, shape, dtype, dev)
-    dims, dt = _layout(shape, dtype)    # a bad shape is a TypeError first
-    if not hasattr(backend, "allocate_exportable"):
+    if exportable and not hasattr(backend, "allocate_exportable"):
+        _shape(shape)   # a bad shape is reported first
         raise RuntimeError(f"empty(exportable=True) is not supported on {dev}: only "
                            f"CUDA devices have exportable memory (export_memory() "
                            f"raises RuntimeError on the {backend.class_name} too)")
-    return _allocated(backend.allocate_exportable, dims, dt, dev)
+    return _allocated(backend.allocate_exportable if exportable else backend.allocate,
+                      shape, dtype, dev)
 
 
 def zeros(shape, dtype=T.f32, *, device=None) -> Array:
@@ -70,13 +69,9 @@ def zeros(shape, dtype=T.f32, *, device=None) -> Array:
     return out
 
 
-def _layout(shape, dtype) -> tuple:
-    return _shape(shape), T.as_element_type(dtype)
-
-
 def _allocated(allocate, shape, dtype, device) -> Array:
     """A new array whose memory ``allocate(nbytes)`` gives."""
-    dims, dt = _layout(shape, dtype)
+    dims, dt = _shape(shape), T.as_element_type(dtype)
     return Array(allocate(math.prod(dims) * dt.itemsize), dims, dt, device)
 
 
