@@ -247,6 +247,10 @@ class Array:
         self._require_writable("fill()")
         if isinstance(value, Array):   # one element's components, say
             value = value.numpy()
+        if (isinstance(value, _SCALARS) and self.nbytes < FILL_KERNEL_BYTES
+                and hasattr(self._buffer, "host_view")):
+            self._view().fill(value)   # converts (or refuses) once, before writing
+            return
         sequence = not isinstance(value, (str, bytes)) and np.ndim(value) > 0
         if sequence and self._scalar is self._dtype:
             raise TypeError("fill() of a scalar array takes a scalar, not a sequence")
@@ -440,6 +444,8 @@ def _whole_array(name: str, axis, dtype, out) -> None:
 
 
 FILL_KERNEL_BYTES = 256 * 1024
+# values fill() sets without looking for a sequence (np.ndim is a microsecond)
+_SCALARS = (int, float, complex, bool, np.generic)
 
 # Array signatures (element type, ndim, memory domain, device id, writable,
 # aligned), each numbered once: ``Array._sig`` is the number.
