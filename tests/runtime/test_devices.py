@@ -347,3 +347,44 @@ def test_devices_made_with_options_are_not_all_kept_by_the_kernels_they_ran():
     gc.collect()
     alive = [ref() for ref in kept if ref() is not None]
     assert len(alive) <= 4 and kept[0]() is None   # the most recent few at most
+
+
+@pytest.mark.parametrize("where", ["argument", "attribute"])
+def test_device_class_calls_on_devices_made_with_options_are_not_all_kept(opencl, where):
+    # A kernel with a device-class argument, its array on a CPU device made
+    # with options, called under a default device that cannot reach it (so
+    # each call runs on the array's device).
+    import gc
+    import weakref
+
+    @tack.device_class
+    class Gain:
+        def __init__(self, factor, out=None):
+            self.factor = factor
+            self.out = out
+
+    @tack.kernel
+    def scale(gain, x):
+        for i in range(len(x)):
+            x[i] = x[i] * gain.factor
+
+    @tack.kernel
+    def fill(gain):
+        for i in range(len(gain.out)):
+            gain.out[i] = gain.factor
+
+    kept = []
+    for k in range(12):
+        dev = tack.device("cpu", num_threads=2)
+        kept.append(weakref.ref(dev))
+        x = tack.ones(5, device=dev)
+        with opencl:
+            if where == "argument":
+                scale(Gain(3.0), x)
+            else:
+                fill(Gain(3.0, x))
+        assert x.numpy().tolist() == [3.0] * 5
+        del dev, x
+    gc.collect()
+    alive = [ref() for ref in kept if ref() is not None]
+    assert len(alive) <= 4 and kept[0]() is None   # the most recent few at most

@@ -13,17 +13,20 @@ collected (keys hold its ``id``, never the class itself).
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 from ..lang import device_class
+from .array import Array
 from .dispatch import signature
+from .runners import Runners
 
 
 class Expanding:
     """The runner recorded for a signature that has device-class arguments."""
 
     __slots__ = ("kernel", "default", "debug", "positions", "names", "table",
-                 "shape_params", "display")
+                 "shape_params", "display", "lock", "devices")
 
     def __init__(self, kernel, args, default, debug: bool):
         self.kernel = kernel
@@ -34,9 +37,14 @@ class Expanding:
         # count, checked after expansion, rejects the call.
         self.positions = tuple(k for k, a in enumerate(args)
                                if device_class.is_instance(a) and k < len(self.names))
-        self.table: dict = {}
+        # where the other arrays live: part of this runner's signature, so the
+        # kernel's table can bound the runners on devices made with options
+        self.devices = tuple(a.device for k, a in enumerate(args)
+                             if k not in self.positions and isinstance(a, Array))
+        self.table = Runners()     # bounded in devices made with options
         self.shape_params = frozenset()
         self.display: dict = {}     # expansion key -> {synthetic name: "obj.attr"}
+        self.lock = threading.Lock()  # table updates
 
     def run(self, args):
         flat, key = self.expand(args)
@@ -70,10 +78,11 @@ class Expanding:
         expanded = expansion(self.kernel, self.positions, self.names, args, key)
         self.display[key] = expanded.display
         runner, template = self.kernel._bind(flat, self.default, self.debug, expanded)
-        if not template.shape_params <= self.shape_params:
-            self.shape_params = self.shape_params | template.shape_params
-            self.table.clear()
-        self.table[(key, signature(flat, self.shape_params))] = runner
+        with self.lock:
+            if not template.shape_params <= self.shape_params:
+                self.shape_params = self.shape_params | template.shape_params
+                self.table.clear()
+            self.table.put((key, signature(flat, self.shape_params)), runner)
         return runner
 
 

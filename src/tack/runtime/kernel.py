@@ -22,11 +22,12 @@ from ..lang.lower.kernel import lower_kernel, validate_kernel
 from ..lang.source import read_source
 from . import debug as _debug
 from . import record as _record
-from .device import get_default_device, is_shared, warm
+from .device import get_default_device, warm
 from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant, call_specs,
                        check_writable, element_spec, placement, signature_function,
                        variant_mode)
 from .expanding import Expanding
+from .runners import Runners
 
 _transform_lock = threading.RLock()
 
@@ -62,20 +63,17 @@ class FastPath:
     reads ``key`` and ``table`` without it: a signature made by the old
     ``key`` matches nothing the new one stores.
 
-    A runner holds its device, and so the device's thread pool. The table keeps
-    the runners of at most ``OPTIONED_RUNNERS`` devices made with options (a new
-    device on every ``tack.device(..., num_threads=...)``), dropping the oldest,
-    so that a program making one such device per task does not keep them all."""
+    The table keeps the runners of a few devices made with options only
+    (``runners.py``)."""
 
-    __slots__ = ("table", "shape_params", "n_args", "key", "lock", "optioned")
+    __slots__ = ("table", "shape_params", "n_args", "key", "lock")
 
     def __init__(self, n_args: int):
-        self.table: dict = {}
+        self.table = Runners()
         self.shape_params = frozenset()
         self.n_args = n_args
         self.key = signature_function(n_args, self.shape_params)
         self.lock = threading.Lock()
-        self.optioned: list = []   # keys of runners on devices made with options, oldest first
 
     def add(self, args, shape_params, runner) -> None:
         with self.lock:
@@ -83,24 +81,7 @@ class FastPath:
                 self.shape_params = self.shape_params | shape_params
                 self.key = signature_function(self.n_args, self.shape_params)
                 self.table.clear()
-                self.optioned.clear()
-            key = self.key(args)
-            self.table[key] = runner
-            if key in self.optioned:
-                self.optioned.remove(key)
-            if not all(map(is_shared, runner_devices(runner))):
-                self.optioned.append(key)
-                if len(self.optioned) > OPTIONED_RUNNERS:
-                    self.table.pop(self.optioned.pop(0), None)
-
-
-OPTIONED_RUNNERS = 4
-
-
-def runner_devices(runner) -> tuple:
-    """The devices a runner holds: where it runs and the default it was made under."""
-    return tuple(d for d in (getattr(runner, "device", None), runner.default)
-                 if d is not None)
+            self.table.put(self.key(args), runner)
 
 
 class Kernel:

@@ -1,0 +1,46 @@
+"""Signature tables of runners, bounded in the devices made with options.
+
+A runner holds its device, and so the device's thread pool. A program that
+makes a device per task (``tack.device("cpu", num_threads=...)`` is a new
+device on every call) would keep every one of them alive through the tables
+of the kernels they ran. A :class:`Runners` table keeps the runners of at most
+``OPTIONED_RUNNERS`` such devices, dropping the oldest; runners on the shared
+devices (``tack.device("cpu")`` and the like) are kept for good.
+"""
+
+from __future__ import annotations
+
+from .device import is_shared
+
+OPTIONED_RUNNERS = 4
+
+
+class Runners(dict):
+    """key -> runner. Warm calls read it with ``dict.get``; ``put`` and ``clear``
+    are called under the owner's lock where the owner has one."""
+
+    __slots__ = ("optioned",)
+
+    def __init__(self):
+        super().__init__()
+        self.optioned: list = []   # keys of runners on devices made with options, oldest first
+
+    def put(self, key, runner) -> None:
+        self[key] = runner
+        if key in self.optioned:
+            self.optioned.remove(key)
+        if not all(map(is_shared, runner_devices(runner))):
+            self.optioned.append(key)
+            if len(self.optioned) > OPTIONED_RUNNERS:
+                self.pop(self.optioned.pop(0), None)
+
+    def clear(self) -> None:
+        super().clear()
+        self.optioned.clear()
+
+
+def runner_devices(runner) -> tuple:
+    """The devices a runner holds: where it runs (for an ``Expanding``, where its
+    signature's arrays live) and the default it was made under."""
+    held = getattr(runner, "devices", None) or (getattr(runner, "device", None),)
+    return tuple(d for d in (*held, runner.default) if d is not None)
