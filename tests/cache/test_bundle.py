@@ -8,6 +8,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -207,6 +208,24 @@ def test_a_missing_bundle_is_not_used(cache_dir, kernels, seed):
     assert [str(w.message) for w in caught] == [
         f"Tack's kernel bundle {path} is not used: [Errno 2] No such file or directory: "
         f"'{path}'; kernels compile instead"]
+    assert call_both(kernels, seed) == []
+
+
+def test_a_fifo_where_the_bundle_should_be_is_not_used(cache_dir, kernels, seed):
+    """Opening a FIFO waits for a writer: the loader must not open it."""
+    tack.cache.configure(directory=cache_dir, mode="bundle")
+    path = os.path.join(cache_dir, f"bundle-{tack.__version__}.tackb")
+    os.mkfifo(path, 0o600)
+    timer = threading.Timer(10.0, lambda: os.close(os.open(path, os.O_RDWR)))
+    timer.start()   # unblocks a reader that waits, so the test fails instead of hanging
+    try:
+        with pytest.warns(CacheWarning) as caught:
+            assert tack.cache.load_bundle() == 0
+    finally:
+        timer.cancel()
+    assert [str(w.message) for w in caught] == [
+        f"Tack's kernel bundle {path} is not used: [Errno 22] not a regular file; "
+        f"kernels compile instead"]
     assert call_both(kernels, seed) == []
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import struct
+import threading
 import warnings
 
 import numpy as np
@@ -159,6 +160,25 @@ def test_an_intact_entry_whose_payload_does_not_decode_is_a_miss(
     # The lookup itself hit; the rebuilt entry replaces the bad one.
     assert tack.cache.stats() == {"hits": 2, "misses": 0, "writes": 1}, seed
     check_rebuilt(kernels, paths[kind], seed, tools)
+
+
+def test_a_fifo_where_an_entry_should_be_is_a_miss(pristine, cache_dir, kernels, seed,
+                                                    tools):
+    """Opening a FIFO waits for a writer: the lookup must not open it."""
+    paths = install(pristine, cache_dir)
+    os.remove(paths["variant"])
+    os.mkfifo(paths["variant"], 0o600)
+    timer = threading.Timer(10.0, lambda: os.close(os.open(paths["variant"], os.O_RDWR)))
+    timer.start()   # unblocks a reader that waits, so the test fails instead of hanging
+    try:
+        messages = call_fresh(kernels, 7, seed)
+    finally:
+        timer.cancel()
+    assert len(messages) == 1, messages
+    assert re.fullmatch(r"Tack's kernel cache could not read .*\.variant: "
+                        r"\[Errno 22\] not a regular file", messages[0])
+    assert tack.cache.stats() == {"hits": 1, "misses": 1, "writes": 1}
+    check_rebuilt(kernels, paths["variant"], seed, tools)   # the FIFO was replaced
 
 
 def test_an_entry_that_cannot_be_read_is_a_miss(pristine, cache_dir, kernels, seed):

@@ -103,7 +103,7 @@ def _read(path: str) -> bytes:
     reason = store.unsafe_reason(os.path.dirname(os.path.abspath(path)))
     if reason:
         raise ValueError(f"its directory is not trusted: {reason}")
-    with open(path, "rb") as f:
+    with store.open_regular(path) as f:
         reason = store.owner_reason(os.fstat(f.fileno()))
         if reason:
             raise ValueError(f"the file is not trusted: {reason}")

@@ -20,6 +20,7 @@ process, with a ``RuntimeWarning``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -124,12 +125,26 @@ def decode_entry(data: bytes, expected: dict):
     return header, payload
 
 
+def open_regular(path: str):
+    """``open(path, "rb")`` for a regular file; anything else (a FIFO, whose
+    open would wait for a writer forever, a device, a directory) is an
+    ``OSError`` instead."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_file(path: str):
     """The bytes of the entry at ``path``, or None: missing, unreadable, or
     not trusted (another user's file, or one others can write to, may hold
     code nobody here compiled; the checksum does not stop that)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             reason = owner_reason(os.fstat(f.fileno()))
             if reason is None:
                 return f.read()

@@ -1,7 +1,7 @@
 """IR to and from plain JSON-compatible data, for the disk cache (no pickle).
 
 Every node becomes ``{"node": class name, field: value, ...}`` over its
-declared fields, spans become ``[file, line, col, first_line, indent]``,
+declared fields, spans become ``[file, line, col, first_line, indent, function]``,
 scalar types their names and tuples lists. Decoding only ever constructs
 registered node classes, so a cache file cannot name arbitrary Python.
 """
