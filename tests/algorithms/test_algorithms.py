@@ -71,6 +71,29 @@ def test_reductions(n, dtype):
         assert A.min(t) == x.min() and A.max(t) == x.max()
 
 
+INT_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+             np.uint64]
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES)
+@pytest.mark.parametrize("n", [1, 3, 7, 70_001])
+def test_integer_sums_and_scans_of_the_whole_range(n, dtype):
+    # sum accumulates in i64/u64 and wraps modulo 2**64; scans wrap in the
+    # values' own type (the NumPy cumsum of that dtype)
+    rng = np.random.default_rng(SEED)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    x[0] = info.max
+    exact = sum(int(v) for v in x) % 2**64
+    if info.min < 0 and exact >= 2**63:
+        exact -= 2**64
+    assert A.sum(tack.array(x)) == exact, f"seed {SEED}"
+    with np.errstate(over="ignore"):
+        reference = np.cumsum(x, dtype=dtype)
+    np.testing.assert_array_equal(A.inclusive_scan(tack.array(x)).numpy(), reference,
+                                  err_msg=f"seed {SEED}")
+
+
 def test_reductions_of_nan_and_nd():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     x[1, 2] = np.nan

@@ -40,7 +40,7 @@ def sum(values):
         return 0.0 if acc.is_float else 0
     partial = scratch(chunks_of(x.size), acc, x.device)
     if not acc.is_float:
-        int_partials(x, partial, acc.numpy.type(0), CHUNK, x.size)
+        int_partials(x, partial, CHUNK, x.size)
         parts = partial._values()
         return int(parts[0] if parts.size == 1 else parts.sum(dtype=acc.numpy))  # wraps
     float_partials(x, partial, CHUNK, x.size)

@@ -43,11 +43,12 @@ def float_partials(x, partial, chunk, n):
 
 
 @library_kernel
-def int_partials(x, partial, zero, chunk, n):
-    for c in range(len(partial)):   # zero: 0 of the accumulator's type
+def int_partials(x, partial, chunk, n):
+    for c in range(len(partial)):
         lo = c * chunk
         hi = min(lo + chunk, n)
-        s = zero
+        partial[c] = 0
+        s = partial[c]   # 0 of the accumulator's type (a NumPy scalar would lose it)
         for i in range(lo, hi):
             s += x[i]
         partial[c] = s
