@@ -322,3 +322,30 @@ def test_a_number_for_an_array_parameter_is_a_type_error(kernel, args):
         kernel(*args)
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         tack.inspect(kernel, *args)
+
+
+@tack.kernel
+def k_two_index_counts(a, out):
+    for i in range(len(out)):
+        out[i] = a[i] + a[i, 0]
+
+
+@tack.func
+def two_index_counts(a, i):
+    return a[i] + a[i, 0]     # a matrix value may be indexed both ways, an array not
+
+
+@tack.kernel
+def k_array_to_two_index_counts(a, out):
+    for i in range(len(out)):
+        out[i] = two_index_counts(a, i)
+
+
+@pytest.mark.parametrize("kernel, owner, line", [
+    (k_two_index_counts, "Kernel 'k_two_index_counts'", "line 4, column 25"),
+    (k_array_to_two_index_counts, "Device function 'two_index_counts'", "line 3, column 19"),
+])
+def test_an_array_indexed_with_two_index_counts_is_refused(kernel, owner, line):
+    message = f"{owner}: unsupported indexing of array 'a' with both 1 and 2 indices at {line}"
+    with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}"):
+        kernel(tack.zeros((3, 3), tack.f32), tack.zeros(3, tack.f32))

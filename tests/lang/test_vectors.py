@@ -824,3 +824,82 @@ def test_a_conditional_vector_with_an_inlined_call_runs_the_chosen_side(n, rng):
     pick_side(tack.array(p_np, dtype=tack.vec3()), out)
     expected = np.where((np.arange(n) % 2 == 0)[:, None], p_np * 2, -1.0)
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, err_msg=repr(rng))
+
+
+# -- vector and matrix parameters of device functions, subscripted ------------------------
+
+@tack.func
+def second_component(v):
+    return v[1]
+
+
+@tack.func
+def entry_and_row(m, r, c):
+    return m[r, c] + m[2][0], m[r]
+
+
+@tack.func
+def set_first(v, s):
+    v[0] = s          # the parameter is a copy: the caller's value does not change
+    return v
+
+
+@tack.func
+def forwards(v):
+    return second_component(v)
+
+
+@tack.kernel
+def k_subscripted_params(p, m, r, c, a, out_second, out_entry, out_row, out_set,
+                         out_orig, out_arr, out_fwd):
+    for i in range(len(p)):
+        v = p[i]
+        out_second[i] = second_component(p[i])
+        e, row = entry_and_row(m[i], r[i], c[i])
+        out_entry[i] = e
+        out_row[i] = row
+        out_set[i] = set_first(v, 9.0)
+        out_orig[i] = v
+        out_arr[i] = second_component(a)    # an array name: the same function, array read
+        out_fwd[i] = forwards(v)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_device_functions_subscript_vector_and_matrix_parameters(n, rng):
+    p, m = vecs(rng, n, (3,)), vecs(rng, n, (3, 3))
+    r, c = rng.ints(n, 0, 3), rng.ints(n, 0, 3)
+    a = rng.floats(2)
+    second, entry, arr, fwd = (tack.zeros(n) for _ in range(4))
+    row, setv, orig = (tack.zeros(n, tack.vec3()) for _ in range(3))
+    k_subscripted_params(varr(p, tack.vec3()), varr(m, tack.mat33()), tack.array(r),
+                         tack.array(c), tack.array(a), second, entry, row, setv, orig,
+                         arr, fwd)
+    msg = f"seed={rng.seed}"
+    k = np.arange(n)
+    np.testing.assert_array_equal(second.numpy(), p[:, 1], err_msg=msg)
+    np.testing.assert_allclose(entry.numpy(), m[k, r, c] + m[:, 2, 0], **F32, err_msg=msg)
+    np.testing.assert_array_equal(row.numpy(), m[k, r], err_msg=msg)
+    expected = p.copy()
+    expected[:, 0] = 9.0
+    np.testing.assert_array_equal(setv.numpy(), expected, err_msg=msg)
+    np.testing.assert_array_equal(orig.numpy(), p, err_msg=msg)
+    np.testing.assert_array_equal(arr.numpy(), np.full(n, a[1]), err_msg=msg)
+    np.testing.assert_array_equal(fwd.numpy(), p[:, 1], err_msg=msg)
+
+
+@tack.func
+def measures(v):
+    return v[0] + len(v)    # len(): only an array will do
+
+
+@tack.kernel
+def k_vector_to_measuring_param(p, out):
+    for i in range(len(p)):
+        out[i] = measures(p[i])
+
+
+def test_a_vector_passed_where_only_an_array_will_do_is_refused():
+    message = ("Kernel 'k_vector_to_measuring_param': unsupported argument for array "
+               "parameter 'v' of device function 'measures' that is not an array name")
+    with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}"):
+        k_vector_to_measuring_param(tack.zeros(3, tack.vec3()), tack.zeros(3))

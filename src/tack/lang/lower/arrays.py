@@ -42,8 +42,14 @@ class _Uses:
     def __init__(self, source):
         self.source = source
         self.ndim: dict = {}
+        # names used as only an array can be (len, .shape, atomics, three or
+        # more indices); a name that is only subscripted with one or two
+        # indices may be a vector or matrix value instead
+        self.definite: set = set()
 
-    def record(self, name: str, ndim, node) -> None:
+    def record(self, name: str, ndim, node, definite: bool = True) -> None:
+        if definite:
+            self.definite.add(name)
         known = self.ndim.get(name, 0)
         if isinstance(known, Conflict) or isinstance(ndim, Conflict):
             self.ndim[name] = known if isinstance(known, Conflict) else ndim
@@ -59,16 +65,22 @@ class _Uses:
 def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
                _active=None) -> dict[str, int]:
     """``{name: number of indices}`` for every name used as an array (0: unknown)."""
+    return _array_uses(source, tree, bindings, _active).ndim
+
+
+def _array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
+                _active=None) -> _Uses:
     uses = _Uses(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            uses.record(node.value.id, _index_count(node.slice), node)
+            count = _index_count(node.slice)
+            uses.record(node.value.id, count, node, definite=count > 2)
         elif (isinstance(node, ast.Attribute) and node.attr == "shape"
               and isinstance(node.value, ast.Name)):
             uses.record(node.value.id, 0, node)
         elif isinstance(node, ast.Call):
             _record_call(uses, node, bindings, _active)
-    return uses.ndim
+    return uses
 
 
 def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings,
@@ -81,16 +93,29 @@ def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings,
         elif target.name in _ATOMICS and len(args) == 3 and isinstance(args[0], ast.Name):
             uses.record(args[0].id, _index_count(args[1]), call)
     elif isinstance(target, Func):
-        params = func_array_params(target, active)
+        params, definite = _func_arrays(target, active)
         names = [a.arg for a in target.source.tree.args.args]
         for name, arg in zip(names, args):
             if name in params and isinstance(arg, ast.Name):
-                uses.record(arg.id, params[name], call)
+                uses.record(arg.id, params[name], call, definite=name in definite)
 
 
-def func_array_params(func: Func, _active=None) -> dict[str, int]:
-    """The array parameters of a device function, memoized on the Func."""
-    cached = getattr(func, "_array_params", None)
+def func_array_params(func: Func) -> dict[str, int]:
+    """The parameters of a device function used as arrays, ``{name: number of
+    indices}`` (or a ``Conflict``, see ``ndim_of``). One that is only subscripted with one or two indices (not in
+    :func:`func_definite_arrays`) is an array when the call passes an array
+    name, and a vector or matrix value otherwise."""
+    return _func_arrays(func)[0]
+
+
+def func_definite_arrays(func: Func) -> frozenset:
+    """The parameters of a device function that only an array can be passed to."""
+    return _func_arrays(func)[1]
+
+
+def _func_arrays(func: Func, _active=None) -> tuple:
+    """(func_array_params, func_definite_arrays), memoized on the Func."""
+    cached = getattr(func, "_arrays", None)
     if cached is not None:
         return cached
     active = _active if _active is not None else {}  # Func -> answer is complete
@@ -98,13 +123,17 @@ def func_array_params(func: Func, _active=None) -> dict[str, int]:
         # A recursive cycle (inlining rejects it): end it here, and cache no
         # answer that depended on this partial one.
         active.update(dict.fromkeys(active, False))
-        return {}
+        return {}, frozenset()
     active[func] = True
     tree = func.source.tree
     bindings = CallBindings(func.fn, tree, getattr(func, "_extra", None))
-    uses = array_uses(func.source, tree, bindings, active)
+    uses = _array_uses(func.source, tree, bindings, active)
     params = {a.arg for a in tree.args.args}
-    result = {name: ndim_of(uses, name) for name in uses if name in params}
+    definite = frozenset(uses.definite & params)
+    # A conflict is an error once the parameter is bound to an array (ndim_of
+    # raises it then): a matrix value is indexed both ways.
+    result = ({name: ndim_of(uses.ndim, name) if name in definite else uses.ndim[name]
+               for name in uses.ndim if name in params}, definite)
     if active.pop(func):
-        func._array_params = result
+        func._arrays = result
     return result

@@ -13,8 +13,9 @@ import copy
 
 from ..func import Func
 from ..validate import validate_source
-from .arrays import func_array_params
+from .arrays import func_array_params, func_definite_arrays, ndim_of
 from .scope import Scope
+from .vectors import Vec
 
 
 def _ends_in_return(body) -> bool:
@@ -105,17 +106,22 @@ class InlineLowering:
         span = caller.span(node)
         return [self.local_value(slot, span) for slot in child.results]
 
+    def not_an_array_name(self, func: Func, param: str, arg):
+        return self.scope.unsupported(
+            f"argument for array parameter '{param}' of device function "
+            f"'{func.name}' that is not an array name", arg)
+
     def bind_arguments(self, func: Func, child: Scope, params, node) -> None:
         caller = self.scope
         arrays = func_array_params(func)
+        definite = func_definite_arrays(func)
         scalars = []
         for param, arg in zip(params, node.args):
             is_array_arg = isinstance(arg, ast.Name) and arg.id in caller.arrays
-            if param in arrays:
+            if param in arrays and (is_array_arg or param in definite):
                 if not is_array_arg:
-                    raise caller.unsupported(
-                        f"argument for array parameter '{param}' of device function "
-                        f"'{func.name}' that is not an array name", arg)
+                    raise self.not_an_array_name(func, param, arg)
+                ndim_of(arrays, param)   # raises an indexing conflict
                 child.arrays[param] = caller.arrays[arg.id]
             elif is_array_arg:
                 raise caller.error(TypeError, f"array '{arg.id}' passed to scalar "
@@ -125,6 +131,9 @@ class InlineLowering:
                 scalars.append((param, arg))
         values = self.ordered([arg for _, arg in scalars], vectors=True)
         for (param, arg), value in zip(scalars, values):
+            if param in arrays and not isinstance(value, Vec):
+                # only subscripted: a vector or matrix value would do, a scalar not
+                raise self.not_an_array_name(func, param, arg)
             name = self.names.fresh(f"{func.name}_{param}")
             self.pre.extend(self.assign_local(name, value, arg))
             child.rename[param] = name
