@@ -371,3 +371,66 @@ def test_a_return_that_uses_a_name_bound_in_the_loop_is_a_name_error(kernel, nam
             f"inside the parallel loop (a return can use parameters, arrays and names bound "
             f"before the loop) at line {line}, column 5")):
         kernel(*args)
+
+
+# -- what the returned value may not do ------------------------------------------------------
+
+@tack.func
+def stores_then_reads(a):
+    a[0] = 7.0
+    return a[0]
+
+
+@tack.func
+def sums_a_row(a, n):
+    s = 0.0
+    for k in range(n):     # a loop computing a value is fine
+        s += a[k]
+    return s
+
+
+@tack.kernel
+def k_atomic_in_return(a) -> float:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return tack.atomic_add(a, 0, 5.0)
+
+
+@tack.kernel
+def k_store_in_return(a) -> float:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return stores_then_reads(a)
+
+
+@tack.kernel
+def k_block_sum_in_return(a) -> float:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return tack.block_sum(2.0)
+
+
+@tack.kernel
+def k_loop_in_return(a) -> float:
+    for i in range(len(a)):
+        a[i] = a[i] * 2.0
+    return sums_a_row(a, len(a))
+
+
+@pytest.mark.parametrize("kernel, what, where", [
+    (k_atomic_in_return, "atomic", "Kernel 'k_atomic_in_return'"),
+    (k_store_in_return, "array store", "Kernel 'k_store_in_return'"),
+    (k_block_sum_in_return, "block reduction", "Kernel 'k_block_sum_in_return'"),
+])
+def test_the_returned_value_changes_no_array(kernel, what, where):
+    a = tack.zeros(5, F32)
+    message = f"{where}: unsupported {what} in the returned value at line "
+    with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}"):
+        kernel(a)
+    assert a.numpy().tolist() == [0.0] * 5   # refused before the loop ran
+
+
+def test_the_returned_value_may_loop_through_a_device_function(rng):
+    host = rng.floats(9)
+    a = tack.array(host)
+    assert k_loop_in_return(a) == pytest.approx(float((host * 2).sum()), rel=1e-5)

@@ -326,6 +326,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             self.scope.loops.pop()
         rspan = self.source.span(returned)
         parts = value.comps if isinstance(value, Vec) else (value,)
+        self.scope.check_returned(body + parts)
         for part in parts:
             _check_returned_names(self.scope, kernel, pre_ir, body, part, returned)
         idx = self.names.fresh("result_idx")

@@ -23,6 +23,10 @@ from ..validate import unsupported
 _OUTSIDE = ((S.Store, "array store"), (S.Print, "print"), (E.Atomic, "atomic"),
             (S.SeqFor, "loop"), (S.While, "loop"), (S.Barrier, "barrier"),
             (E.BlockReduce, "block reduction"), (S.Allocate, "array allocation"))
+# The returned value runs once, after the loop: it reads, and may compute with
+# loops and device functions, but changes no array and has no workgroup.
+_RETURNED = ((S.Store, "array store"), (E.Atomic, "atomic"), (S.Barrier, "barrier"),
+             (E.BlockReduce, "block reduction"), (S.Allocate, "array allocation"))
 
 
 @dataclass
@@ -76,13 +80,21 @@ class Scope:
     def check_outside_loop(self, stmts) -> None:
         """Reject a store, print, atomic or loop this function lowered to ``stmts``
         before the parallel loop (inlined callees checked theirs already)."""
-        for stmt in stmts:
-            for node in walk(stmt):
-                for kind, what in _OUTSIDE:
+        self.reject(stmts, _OUTSIDE, "outside the parallel loop")
+
+    def check_returned(self, nodes) -> None:
+        """Reject what writes memory or needs a workgroup in the IR of a kernel's
+        returned value (inlined callees included)."""
+        self.reject(nodes, _RETURNED, "in the returned value")
+
+    def reject(self, nodes, kinds, where: str) -> None:
+        for root in nodes:
+            for node in walk(root):
+                for kind, what in kinds:
                     if isinstance(node, kind):
                         span = node.span
                         exc = UnsupportedSyntaxError(
-                            f"{self.describe()}: unsupported {what} outside the "
-                            f"parallel loop at line {span.line}, column {span.col}")
+                            f"{self.describe()}: unsupported {what} {where} at line "
+                            f"{span.line}, column {span.col}")
                         add_source_note(exc, span)
                         raise exc
