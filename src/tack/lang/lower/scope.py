@@ -23,10 +23,9 @@ from ..validate import unsupported
 _OUTSIDE = ((S.Store, "array store"), (S.Print, "print"), (E.Atomic, "atomic"),
             (S.SeqFor, "loop"), (S.While, "loop"), (S.Barrier, "barrier"),
             (E.BlockReduce, "block reduction"), (S.Allocate, "array allocation"))
-# The returned value runs once, after the loop: it reads, and may compute with
-# loops and device functions, but changes no array and has no workgroup.
-_RETURNED = ((S.Store, "array store"), (E.Atomic, "atomic"), (S.Barrier, "barrier"),
-             (E.BlockReduce, "block reduction"), (S.Allocate, "array allocation"))
+# The returned value runs once, in a launch of one iteration after the loop's:
+# it has no workgroup to reduce over or wait for.
+_RETURNED = ((S.Barrier, "barrier"), (E.BlockReduce, "block reduction"))
 
 
 @dataclass
@@ -83,8 +82,8 @@ class Scope:
         self.reject(stmts, _OUTSIDE, "outside the parallel loop")
 
     def check_returned(self, nodes) -> None:
-        """Reject what writes memory or needs a workgroup in the IR of a kernel's
-        returned value (inlined callees included)."""
+        """Reject what needs a workgroup in the IR of a kernel's returned value
+        (inlined callees included)."""
         self.reject(nodes, _RETURNED, "in the returned value")
 
     def reject(self, nodes, kinds, where: str) -> None:
