@@ -359,3 +359,19 @@ def test_small_reductions_on_several_threads_keep_their_own_partials():
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+def test_small_reductions_keep_no_device_made_with_options_alive():
+    import gc
+    import weakref
+
+    kept = []
+    for _ in range(12):
+        dev = tack.device("cpu", num_threads=2)
+        kept.append(weakref.ref(dev))
+        x = tack.ones(100, device=dev)
+        assert A.sum(x) == 100.0 and A.max(x) == 1.0
+        assert A.inclusive_scan(x).numpy()[-1] == 100.0
+        del dev, x
+    gc.collect()
+    assert [ref for ref in kept if ref() is not None] == []

@@ -388,3 +388,37 @@ def test_device_class_calls_on_devices_made_with_options_are_not_all_kept(opencl
     gc.collect()
     alive = [ref() for ref in kept if ref() is not None]
     assert len(alive) <= 4 and kept[0]() is None   # the most recent few at most
+
+
+def test_a_device_per_task_does_not_grow_the_kernels_tables():
+    # Arrays of a device made with options, used outside `with`: the call runs
+    # on the shared default device. Each new device takes a dead one's place
+    # in the call signatures, so the signature tables stop growing.
+    import gc
+    import tracemalloc
+
+    @tack.kernel
+    def saxpy(x, y, a):
+        for i in range(len(x)):
+            y[i] = a * x[i] + y[i]
+
+    def task():
+        dev = tack.device("cpu", num_threads=2)
+        # large enough to fan out: the device's pool starts (and holds it in a
+        # reference cycle, so it dies at a collection, not at once)
+        x, y = tack.ones(300_000, device=dev), tack.zeros(300_000, device=dev)
+        saxpy(x, y, 2.0)
+        assert y.numpy()[[0, -1]].tolist() == [2.0, 2.0]
+
+    for _ in range(120):   # as many devices as wait for a collection at once
+        task()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(120):
+            task()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 120 * 1024, grown   # it was about 6 KB per task (a runner each)

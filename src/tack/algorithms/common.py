@@ -8,6 +8,7 @@ import threading
 from .. import types as T
 from ..runtime.array import Array
 from ..runtime.creation import empty
+from ..runtime.device import is_shared
 
 CHUNK = 1 << 16  # elements per chunk: fixed, so results never depend on threads
 
@@ -23,8 +24,9 @@ def scratch(count: int, dtype, device) -> Array:
     """An array of ``count`` elements with undefined contents, for partial
     results that are read before the call returns. One element, the common
     case of a small input, is kept per thread, device and dtype, so a small
-    call allocates nothing."""
-    if count != 1:
+    call allocates nothing; not on a device made with options, which would
+    then live as long as the thread (runtime.md: a few such devices at most)."""
+    if count != 1 or not is_shared(device):
         return empty(count, dtype, device=device)
     kept = getattr(_kept, "arrays", None)
     if kept is None:

@@ -46,10 +46,10 @@ class Array:
         aligned = self._ptr % self._scalar.itemsize == 0  # atomics: natural alignment
         # The device itself, not only its memory domain: where the default
         # device cannot address the arrays, a call runs on theirs, and two CPU
-        # devices (num_threads) share a domain. (Its id is never reused while
-        # a runner made for it holds it.)
+        # devices (num_threads) share a domain. (Its slot is never reused while
+        # a runner made for it holds it: Device.slot.)
         self._sig = _sig_number((dtype, len(shape), device.backend.memory_domain,
-                                 id(device), writable, aligned))
+                                 device.slot, writable, aligned))
         self._lo = self._ptr
         self._hi = self._ptr + self._size * dtype.itemsize
 

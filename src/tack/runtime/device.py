@@ -32,14 +32,22 @@ _PENDING = {
 
 
 class Device:
-    """One device: ``type``, ``index``, ``synchronize()``; usable as ``with d:``."""
+    """One device: ``type``, ``index``, ``synchronize()``; usable as ``with d:``.
 
-    __slots__ = ("backend", "type", "index", "__weakref__")
+    ``slot`` is a small number no other live device has, for array signatures
+    (``Array._sig``). A dead device's slot goes to the next device made, so a
+    program that makes a device per task does not grow the signature and
+    runner tables by one entry per device: an entry keyed by a slot whose
+    device has died holds no device (one that held it would have kept it
+    alive), and so serves the next device in that slot just as well."""
+
+    __slots__ = ("backend", "type", "index", "slot", "__weakref__")
 
     def __init__(self, backend, type_: str, index: int):
         self.backend = backend
         self.type = type_
         self.index = index
+        self.slot = _take_slot(self)
 
     def synchronize(self) -> None:
         self.backend.synchronize()
@@ -207,6 +215,24 @@ def _make(type_: str, index, options: dict) -> Device:
         raise RuntimeError(f"Cannot start the '{type_}' device on {platform.system()}. "
                            f"{exc} {_INSTALL.get(type_, '')}") from exc
     return Device(backend, type_, index or 0)
+
+
+_free_slots: list = []
+_slots_made = [0]
+_slot_lock = threading.Lock()
+
+
+def _take_slot(dev) -> int:
+    with _slot_lock:
+        slot = _free_slots.pop() if _free_slots else _slots_made[0]
+        _slots_made[0] += slot == _slots_made[0]
+    weakref.finalize(dev, _free_slot, slot)
+    return slot
+
+
+def _free_slot(slot: int) -> None:
+    with _slot_lock:
+        _free_slots.append(slot)
 
 
 def device(spec="cpu", **options) -> Device:
