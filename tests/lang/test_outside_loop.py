@@ -284,6 +284,57 @@ def test_the_range_takes_the_values_at_the_loop(kernel, n, flag):
     np.testing.assert_array_equal(out.numpy(), expected)
 
 
+# -- a bound the kernel uses too: the host's value, in i64 -------------------------------
+# n is an i32 argument: in the kernel's own types n * 10**9 wraps, which must
+# not move the loop's start (the host counts from the unwrapped value).
+
+@tack.kernel
+def k_start_from_a_wrapping_product(out, n, flag):
+    for i in range(n * 1000000000 // 1000000000, len(out)):
+        out[i] = i
+
+
+@tack.kernel
+def k_start_from_a_wrapping_local(out, n, flag):
+    s = n * 1000000000 // 1000000000
+    for i in range(s, len(out)):
+        out[i] = i
+
+
+@tack.kernel
+def k_start_far_off(out, n, flag):
+    for i in range(min(n * 1000000000, n), len(out), 2):
+        out[i] = i
+
+
+@tack.kernel
+def k_leading_extent_from_a_wrapping_local(out, n, flag):
+    m = n * 1000000000 // 1000000000
+    for i, j, k, l in tack.ndindex(2, m, 1, 2):   # j = (flat index) % m
+        out[(i * 3 + j) * 2 + l] = i * 100 + j * 10 + l
+
+
+@pytest.mark.parametrize("kernel", [k_start_from_a_wrapping_product,
+                                    k_start_from_a_wrapping_local, k_start_far_off,
+                                    k_leading_extent_from_a_wrapping_local])
+@pytest.mark.parametrize("debug", [False, True])
+def test_bounds_the_kernel_uses_are_the_hosts(kernel, debug):
+    n = np.int32(3)
+    out = tack.full(12, -1, tack.i64)
+    tack.set_debug(debug)
+    try:
+        kernel(out, n, 0)
+    finally:
+        tack.set_debug(False)
+    expected = np.full(12, -1, np.int64)
+    if kernel is k_leading_extent_from_a_wrapping_local:
+        expected[:] = [i * 100 + j * 10 + l for i in range(2) for j in range(3)
+                       for l in range(2)]
+    else:
+        kernel.__wrapped__(expected, 3, 0)   # the same function as plain Python
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
 @tack.kernel
 def k_range_from_a_branch(out, n, flag):
     m = 2

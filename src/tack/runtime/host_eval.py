@@ -1,9 +1,10 @@
 """The parallel loop's extents as Python source, evaluated on the host.
 
-An extent is built from constants, scalar parameters, array extents and
-``+ - * // min max`` (lowering guarantees it). It becomes one Python
-expression over the argument names ``a0, a1, ...``; the dispatch fast path
-inlines it into the generated launcher, so a warm call walks no IR.
+An extent is built from constants, scalar parameters, array extents,
+``+ - * // min max`` and conversions to integer types (lowering guarantees
+it). It becomes one Python expression over the argument names ``a0, a1,
+...``; the dispatch fast path inlines it into the generated launcher, so a
+warm call walks no IR.
 """
 
 from __future__ import annotations
@@ -91,3 +92,15 @@ _source.register(E.Max)(_call("max"))
 @_source.register(E.Neg)
 def _neg(e, positions):
     return f"(-{extent_source(e.operand, positions)})"
+
+
+@_source.register(E.Cast)
+def _cast(e, positions):
+    """To an integer type (lowering refuses others), as the kernel converts:
+    arithmetic written out, no call, since a warm launch evaluates it."""
+    inner = extent_source(e.operand, positions)
+    mask = (1 << e.to.bits) - 1
+    if not e.to.is_signed:
+        return f"({inner} & {mask})"
+    half = 1 << (e.to.bits - 1)
+    return f"((({inner}) + {half} & {mask}) - {half})"

@@ -33,7 +33,7 @@ from .vectors import Vec, VectorLowering
 
 RESULT_PARAM = "__tack_result__"
 _HOST_NODES = (E.Const, E.Name, E.DimSize, E.Add, E.Sub, E.Mul, E.FloorDiv,
-               E.Min, E.Max, E.Neg)
+               E.Min, E.Max, E.Neg, E.Cast)
 _RESULT_TYPES = {"builtins.int": T.i64, "builtins.float": T.f64,
                  "builtins.bool": T.i32}
 
@@ -170,15 +170,15 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
     def parallel_loop(self, node: ast.For, pre_ir) -> S.ParallelFor:
         scope = self.scope
         span = scope.span(node)
+        at_loop = _values_at_loop(pre_ir)
         if _is_range(node.iter, scope.bindings, "tack.ndindex"):
-            vars_, extents, prefix = self.ndindex_space(node)
+            vars_, extents, prefix = self.ndindex_space(node, at_loop)
         elif _is_range(node.iter, scope.bindings):
-            vars_, extents, prefix = self.range_space(node)
+            vars_, extents, prefix = self.range_space(node, at_loop)
         else:
             raise scope.unsupported("parallel loop over something other than range() "
                                     "or tack.ndindex()", node.iter)
         vars_, prefix = self.counted(vars_, prefix, node, span)
-        at_loop = _values_at_loop(pre_ir)
         extents = tuple(self.host_extent(e, at_loop, node) for e in extents)
         scope.loops.append("parallel")
         try:
@@ -187,7 +187,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             scope.loops.pop()
         return S.ParallelFor(vars_, extents, body, span=span)
 
-    def range_space(self, node: ast.For):
+    def range_space(self, node: ast.For, at_loop):
         scope = self.scope
         if not isinstance(node.target, ast.Name):
             raise scope.unsupported("parallel loop target that is not a name "
@@ -208,7 +208,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         var = self.loop_variable(node.target.id)
         if len(values) == 1:
             return (var,), (values[0],), ()
-        start, stop = values[0], values[1]
+        # The start is both counted from (on the host) and added to every index
+        # (in the kernel): both compute it in i64 (see in_i64).
+        start, stop = self.in_i64(values[0], at_loop, node), values[1]
         step = values[2] if len(values) == 3 else E.Const(1, span=span)
         if not (isinstance(step, E.Const) and type(step.value) is int):
             raise scope.unsupported("parallel loop step that is not an integer "
@@ -226,7 +228,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
                          span=span)
         return (idx,), (count,), (S.Assign(var, position, span=span),)
 
-    def ndindex_space(self, node: ast.For):
+    def ndindex_space(self, node: ast.For, at_loop):
         scope = self.scope
         args = node.iter.args
         targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
@@ -247,7 +249,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         names = tuple(self.loop_variable(t.id) for t in targets)
         if len(args) <= 3:
             return names, tuple(extents), ()
-        return self.flattened_space(names, extents, scope.span(node))
+        # the leading extents are counted from and divided by in the kernel
+        leading = tuple(self.in_i64(e, at_loop, node) for e in extents[:-2])
+        return self.flattened_space(names, leading + tuple(extents[-2:]), scope.span(node))
 
     def flattened_space(self, names, extents, span):
         """Four or more dimensions: the leading ones become one loop over the
@@ -273,19 +277,36 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         prefix.append(S.Assign(leading[0], rest, span=span))
         return (idx,) + tuple(names[-2:]), (total,) + tuple(extents[-2:]), tuple(prefix)
 
-    def host_extent(self, expr, at_loop, node) -> E.Expr:
-        """The loop extent over parameters only, for evaluation on the host
-        (``at_loop``: see ``_values_at_loop``)."""
+    def at_loop_value(self, expr, at_loop, node) -> E.Expr:
+        """``expr`` over the values the names hold when the loop starts, written
+        in the parameters (``at_loop``: see ``_values_at_loop``)."""
         try:
-            expr = self.host_extents(_substitute(expr, *at_loop))
+            return _substitute(expr, *at_loop)
         except _Unknown as unknown:
             raise self.scope.unsupported(
                 f"parallel loop range that uses '{unknown.args[0]}', whose value when "
                 "the loop starts depends on a branch taken before it (an if, also one "
                 "inside a device function)", node.iter) from None
+
+    def in_i64(self, expr, at_loop, node) -> E.Expr:
+        """A bound the kernel uses as well as the host (a range's start, the
+        leading extents of a flattened ndindex), with every step converted to
+        i64: the host (``host_eval``) and the kernel then compute the same
+        value, which wraps only past 2**63. In the kernel's own types a weak
+        literal or an i32 product could wrap where the host's count does not."""
+        def cast(e):
+            if isinstance(e, E.Const) and type(e.value) is int and -2**63 <= e.value < 2**63:
+                return e
+            return E.Cast(e, T.i64, span=e.span)
+        return rewrite(self.at_loop_value(expr, at_loop, node), cast)
+
+    def host_extent(self, expr, at_loop, node) -> E.Expr:
+        """The loop extent over parameters only, for evaluation on the host."""
+        expr = self.host_extents(self.at_loop_value(expr, at_loop, node))
         for sub in walk(expr):
             if not isinstance(sub, _HOST_NODES) or (
-                    isinstance(sub, E.Name) and sub.id not in self.scalar_params):
+                    isinstance(sub, E.Name) and sub.id not in self.scalar_params) or (
+                    isinstance(sub, E.Cast) and not sub.to.is_int):
                 raise self.scope.unsupported(
                     "parallel loop range that is not computed from constants, scalar "
                     "parameters and array extents with + - * // min max", node.iter)
