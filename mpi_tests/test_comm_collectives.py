@@ -115,6 +115,24 @@ def test_exclusive_scan_same_bits_in_every_layout(comm, rng):
                     world.free()
 
 
+def test_inf_minus_inf_is_nan_on_every_rank_even_under_seterr_raise(comm, rng):
+    # Only the rank that combines a pair would see NumPy's overflow or invalid
+    # value; under np.seterr(all="raise") it raised there while the others waited.
+    saved = np.seterr(all="raise")
+    try:
+        for counts in layouts(comm.Get_size(), 4):
+            blocks, world = blocks_for(comm, counts)
+            values = {g: [np.inf, -np.inf, 1e308, 1e308][g] for g in blocks.local}
+            assert np.isnan(blocks.all_reduce(values, "sum")), counts
+            scanned = blocks.exclusive_scan(values, "sum")
+            world.free()
+            expected = {0: 0.0, 1: np.inf, 2: np.nan, 3: np.nan}
+            for g, value in scanned.items():   # the NaN's sign is the hardware's
+                assert value == expected[g] or np.isnan(value) and np.isnan(expected[g])
+    finally:
+        np.seterr(**saved)
+
+
 def test_all_gather_every_block(comm, rng):
     total = 6
     for name, given, host in kinds(rng, total):

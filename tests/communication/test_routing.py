@@ -76,6 +76,11 @@ def test_errors():
             "Routing(): holds(0, points) returned a negative rank (-1)")):
         tack.Routing(blocks, BOUNDS, points, lambda g, p: np.full(len(p), -1))
     with pytest.raises(ValueError, match=re.escape(
+            "Routing(): holds(0, points) returned a rank past 2**63 - 1 "
+            "(18446744073709551615)")):
+        tack.Routing(blocks, BOUNDS, points,
+                     lambda g, p: np.full(len(p), 2**64 - 1, np.uint64))
+    with pytest.raises(ValueError, match=re.escape(
             "Routing(): holds(0, points) must return 6 integers, one per point; it "
             "returned int64 of shape (1,)")):
         tack.Routing(blocks, BOUNDS, points, lambda g, p: [1])

@@ -246,6 +246,9 @@ def _answer(blocks, asked: dict, holds) -> dict:
         if ranks.size and ranks.min() < 0:
             raise ValueError(f"{CALL}: holds({g}, points) returned a negative rank "
                              f"({ranks.min()})")
+        if ranks.size and ranks.max() > np.iinfo(np.int64).max:   # u64: would wrap
+            raise ValueError(f"{CALL}: holds({g}, points) returned a rank past "
+                             f"2**63 - 1 ({ranks.max()})")
         start = 0
         for origin, message in origins:
             m = len(message["x"])

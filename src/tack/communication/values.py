@@ -95,8 +95,12 @@ def identity(kind, op: str) -> np.ndarray:
 
 
 def combine(op: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``left op right`` element-wise, in the values' own type."""
-    return OPS[op](left, right, out=np.empty_like(left))
+    """``left op right`` element-wise, in the values' own type. Overflow and
+    ``inf - inf`` give what IEEE 754 gives, silently: only the rank that
+    combines a pair would see NumPy's warning (or, under ``np.seterr(all=
+    "raise")`` or ``-W error``, its exception, while the others wait)."""
+    with np.errstate(all="ignore"):
+        return OPS[op](left, right, out=np.empty_like(left))
 
 
 def restore(kind, values: np.ndarray, device):
