@@ -267,3 +267,41 @@ print("bad", bad) if bad else print("ok")
                               env=env, timeout=300)
         assert done.returncode == 0 and done.stdout.strip() == "ok", (
             done.returncode, done.stdout[-500:], done.stderr[-2000:])
+
+
+_FORK_SCRIPT = '''
+import os
+import signal
+import numpy as np
+import tack
+
+@tack.kernel
+def add(x, out):
+    for i in range(len(x)):
+        out[i] = x[i] + 1.0
+
+dev = tack.device("cpu", num_threads=2)
+x = tack.array(np.arange(1 << 21, dtype=np.float32), device=dev)   # fans out
+out = tack.empty(1 << 21, tack.f32, device=dev)
+for _ in range(4):   # past the threading decision's first timed launches
+    add(x, out)
+assert dev.backend.pool_kind == os.environ["TACK_CPU_POOL"]
+pid = os.fork()
+if pid == 0:
+    signal.alarm(60)   # a hang ends the child
+    add(out, x)        # the child's first fan-out: new workers, or a hang
+    os._exit(0 if (x.numpy() == np.arange(1 << 21) + 2).all() else 3)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+@pytest.mark.parametrize("pool", ["native", "python"])
+def test_a_forked_child_runs_parallel_launches(pool, tmp_path):
+    script = tmp_path / "fork_child.py"
+    script.write_text(_FORK_SCRIPT)
+    env = dict(os.environ, TACK_CPU_POOL=pool, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip() == "child 0", (done.stdout, done.stderr)

@@ -9,7 +9,9 @@ CPU-performance issue's work; this ``ThreadPoolExecutor`` pool stays as the
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 
@@ -27,6 +29,12 @@ def chunks(count: int, parts: int):
 class PythonPool:
     def __init__(self, threads: int):
         self.threads = threads
+        self._executor = None
+        self._lock = threading.Lock()
+        _live_pools.add(self)
+
+    def _forget_workers(self) -> None:
+        """In a forked child: the parent's worker threads do not exist there."""
         self._executor = None
         self._lock = threading.Lock()
 
@@ -56,3 +64,15 @@ class PythonPool:
         entry(pack_address, *ranges[0])
         for future in futures:
             future.result()
+
+
+_live_pools: weakref.WeakSet = weakref.WeakSet()
+
+
+def _forget_workers_after_fork() -> None:
+    for pool in list(_live_pools):
+        pool._forget_workers()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers_after_fork)
