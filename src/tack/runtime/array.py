@@ -459,9 +459,10 @@ def _sig_number(described: tuple) -> int:
     if number is None:
         with _SIG_LOCK:
             number = _SIG_NUMBERS.get(described)
-            if number is None:
-                number = _SIG_NUMBERS[described] = len(_SIG_TUPLES)
+            if number is None:   # the tuple first: a lock-free reader may index it
+                number = len(_SIG_TUPLES)
                 _SIG_TUPLES.append(described)
+                _SIG_NUMBERS[described] = number
     return number
 
 
