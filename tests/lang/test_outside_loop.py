@@ -429,3 +429,29 @@ def test_loop_variables_and_rebound_parameters_keep_python_semantics(n):
     out = tack.zeros(n, tack.f64)
     k_loop_variables_rebound_in_the_body(out)
     np.testing.assert_array_equal(out.numpy(), np.arange(n) / 2 + 3.0)
+
+
+@tack.kernel
+def k_start_from_a_u64(out, n, flag):
+    for i in range(n, len(out)):
+        out[i] = i
+
+
+@tack.kernel
+def k_start_through_a_conversion(out, n, flag):
+    for i in range(tack.u64(n) // 2 - 3, len(out)):
+        out[i] = i
+
+
+@pytest.mark.parametrize("kernel, n, value", [
+    (k_start_from_a_u64, np.uint64(2**64 - 2), 2**64 - 2),
+    (k_start_through_a_conversion, -8, 2**64 - 8),
+])
+def test_a_start_outside_i64_is_refused_before_anything_runs(kernel, n, value):
+    # The kernel adds the start in i64: where that would wrap, the host refuses.
+    out = tack.full(6, -1, tack.i64)
+    message = (f"the parallel loop's range computes {value}, outside the i64 range the "
+               f"kernel computes it in")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        kernel(out, n, 0)
+    assert out.numpy().tolist() == [-1] * 6

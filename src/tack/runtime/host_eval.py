@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .. import types as T
 from ..ir import expressions as E
 from ..ir.registry import Registry
 
@@ -50,8 +51,15 @@ def dim(array, k, name):
     return shape[k]
 
 
+def in_i64(value: int) -> int:
+    if -(1 << 63) <= value < 1 << 63:
+        return value
+    raise ValueError(f"the parallel loop's range computes {value}, outside the i64 "
+                     f"range the kernel computes it in")
+
+
 _UNCHECKED = re.compile(r"_dim\(a(\d+), (\d+), '[^']*'\)")
-HELPERS = {"_floordiv": floordiv, "_dim": dim, "_int": int}
+HELPERS = {"_floordiv": floordiv, "_dim": dim, "_int": int, "_in_i64": in_i64}
 
 
 @_source.register(E.Const)
@@ -96,9 +104,12 @@ def _neg(e, positions):
 
 @_source.register(E.Cast)
 def _cast(e, positions):
-    """To an integer type (lowering refuses others), as the kernel converts:
-    arithmetic written out, no call, since a warm launch evaluates it."""
+    """To an integer type (lowering refuses others). To i64, a check that the
+    value is in i64's range (see ``Lowerer.shared_bound``); to a narrower or
+    unsigned type, the conversion the kernel makes, written out (no call)."""
     inner = extent_source(e.operand, positions)
+    if e.to is T.i64:
+        return f"_in_i64({inner})"
     mask = (1 << e.to.bits) - 1
     if not e.to.is_signed:
         return f"({inner} & {mask})"

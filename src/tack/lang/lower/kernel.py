@@ -208,9 +208,10 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         var = self.loop_variable(node.target.id)
         if len(values) == 1:
             return (var,), (values[0],), ()
-        # The start is both counted from (on the host) and added to every index
-        # (in the kernel): both compute it in i64 (see in_i64).
-        start, stop = self.in_i64(values[0], at_loop, node), values[1]
+        # The start is counted from (on the host) and added to every index (in
+        # the kernel): see shared_bound.
+        host_start, start = self.shared_bound(values[0], at_loop, node)
+        stop = values[1]
         step = values[2] if len(values) == 3 else E.Const(1, span=span)
         if not (isinstance(step, E.Const) and type(step.value) is int):
             raise scope.unsupported("parallel loop step that is not an integer "
@@ -219,10 +220,10 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         s = step.value
         c = lambda v: E.Const(v, span=span)  # noqa: E731
         if s > 0:
-            count = E.FloorDiv(E.Add(E.Sub(stop, start, span=span), c(s - 1), span=span),
-                               c(s), span=span)
+            count = E.FloorDiv(E.Add(E.Sub(stop, host_start, span=span), c(s - 1),
+                                     span=span), c(s), span=span)
         else:
-            count = E.FloorDiv(E.Add(E.Sub(start, stop, span=span), c(-s - 1),
+            count = E.FloorDiv(E.Add(E.Sub(host_start, stop, span=span), c(-s - 1),
                                      span=span), c(-s), span=span)
         position = E.Add(start, E.Mul(E.Name(idx, span=span), step, span=span),
                          span=span)
@@ -249,11 +250,13 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         names = tuple(self.loop_variable(t.id) for t in targets)
         if len(args) <= 3:
             return names, tuple(extents), ()
-        # the leading extents are counted from and divided by in the kernel
-        leading = tuple(self.in_i64(e, at_loop, node) for e in extents[:-2])
-        return self.flattened_space(names, leading + tuple(extents[-2:]), scope.span(node))
+        # the leading extents are counted (on the host) and divided by (in the
+        # kernel): see shared_bound
+        shared = [self.shared_bound(e, at_loop, node) for e in extents[:-2]]
+        return self.flattened_space(names, [h for h, _ in shared], [k for _, k in shared],
+                                    tuple(extents[-2:]), scope.span(node))
 
-    def flattened_space(self, names, extents, span):
+    def flattened_space(self, names, host_leading, leading_extents, last_two, span):
         """Four or more dimensions: the leading ones become one loop over the
         product of their extents, each index recovered with ``//`` and ``%``;
         the last two stay loops of their own, so the innermost one vectorizes
@@ -261,21 +264,21 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         zero counts as zero, as in Python (two negative ones must not multiply
         to a positive count)."""
         idx = self.names.fresh("flat_idx")
-        leading, lead_extents = names[:-2], extents[:-2]
+        leading = names[:-2]
         zero = E.Const(0, span=span)
-        total = E.Max(lead_extents[0], zero, span=span)
-        for e in lead_extents[1:]:
+        total = E.Max(host_leading[0], zero, span=span)
+        for e in host_leading[1:]:
             total = E.Mul(total, E.Max(e, zero, span=span), span=span)
         prefix = []
         rest = E.Name(idx, span=span)
-        for name, extent in zip(reversed(leading[1:]), reversed(lead_extents[1:])):
+        for name, extent in zip(reversed(leading[1:]), reversed(leading_extents[1:])):
             prefix.append(S.Assign(name, E.Mod(rest, extent, span=span), span=span))
             quotient = self.names.fresh("flat_rest")
             prefix.append(S.Assign(quotient, E.FloorDiv(rest, extent, span=span),
                                    span=span))
             rest = E.Name(quotient, span=span)
         prefix.append(S.Assign(leading[0], rest, span=span))
-        return (idx,) + tuple(names[-2:]), (total,) + tuple(extents[-2:]), tuple(prefix)
+        return (idx,) + tuple(names[-2:]), (total,) + last_two, tuple(prefix)
 
     def at_loop_value(self, expr, at_loop, node) -> E.Expr:
         """``expr`` over the values the names hold when the loop starts, written
@@ -288,17 +291,36 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
                 "the loop starts depends on a branch taken before it (an if, also one "
                 "inside a device function)", node.iter) from None
 
-    def in_i64(self, expr, at_loop, node) -> E.Expr:
-        """A bound the kernel uses as well as the host (a range's start, the
-        leading extents of a flattened ndindex), with every step converted to
-        i64: the host (``host_eval``) and the kernel then compute the same
-        value, which wraps only past 2**63. In the kernel's own types a weak
-        literal or an i32 product could wrap where the host's count does not."""
-        def cast(e):
-            if isinstance(e, E.Const) and type(e.value) is int and -2**63 <= e.value < 2**63:
-                return e
+    def shared_bound(self, expr, at_loop, node) -> tuple:
+        """``(host, kernel)`` forms of a bound that the kernel uses as well as the
+        host (a range's start, the leading extents of a flattened ndindex).
+
+        The kernel computes it with every name converted to i64, so all its
+        arithmetic is in i64 (in the kernel's own types an i32 product or a
+        weak literal would wrap where the host does not). The host computes it
+        with Python's integers and requires the result, and every operand of a
+        ``//``, ``min`` or ``max``, to lie in i64's range (``host_eval``: an i64
+        conversion there is a check). Then the two agree: ``+ - *`` agree
+        modulo 2**64, so on a result in range they agree exactly, and the
+        other operations see equal operands."""
+        value = self.at_loop_value(expr, at_loop, node)
+        if isinstance(value, E.Const) and type(value.value) is int:
+            if not -2**63 <= value.value < 2**63:
+                raise self.scope.error(ValueError, f"the parallel loop's range uses "
+                                       f"{value.value}, outside the i64 range", node.iter)
+            return value, value
+
+        def to_i64(e):
             return E.Cast(e, T.i64, span=e.span)
-        return rewrite(self.at_loop_value(expr, at_loop, node), cast)
+
+        def kernel(e):
+            return to_i64(e) if isinstance(e, E.Name) else e
+
+        def host(e):
+            if isinstance(e, (E.FloorDiv, E.Min, E.Max)):
+                return e.replace(lhs=to_i64(e.lhs), rhs=to_i64(e.rhs))
+            return e
+        return to_i64(rewrite(value, host)), rewrite(value, kernel)
 
     def host_extent(self, expr, at_loop, node) -> E.Expr:
         """The loop extent over parameters only, for evaluation on the host."""
