@@ -422,3 +422,22 @@ def test_a_device_per_task_does_not_grow_the_kernels_tables():
     finally:
         tracemalloc.stop()
     assert grown < 120 * 1024, grown   # it was about 6 KB per task (a runner each)
+
+
+def test_a_reused_device_made_with_options_keeps_all_its_signatures():
+    # The bound counts devices, not signatures: one such device used with six
+    # signatures keeps six runners (it evicted one per call, a slow path each).
+    @tack.kernel
+    def bump(x):
+        for i in range(len(x)):
+            x[i] = x[i] + 1
+
+    dev = tack.device("cpu", num_threads=2)
+    arrays = [tack.zeros(3, dtype, device=dev)
+              for dtype in (tack.f32, tack.f64, tack.i8, tack.i16, tack.i32, tack.i64)]
+    with dev:
+        for _ in range(2):
+            for x in arrays:
+                bump(x)
+    assert [x.numpy().tolist() for x in arrays] == [[2, 2, 2]] * 6
+    assert len(bump._plain.table) == 6   # white box: every signature's runner stays

@@ -4,8 +4,9 @@ A runner holds its device, and so the device's thread pool. A program that
 makes a device per task (``tack.device("cpu", num_threads=...)`` is a new
 device on every call) would keep every one of them alive through the tables
 of the kernels they ran. A :class:`Runners` table keeps the runners of at most
-``OPTIONED_RUNNERS`` such devices, dropping the oldest; runners on the shared
-devices (``tack.device("cpu")`` and the like) are kept for good.
+``OPTIONED_RUNNERS`` such devices (all of each one's signatures), dropping
+the oldest device's; runners on the shared devices (``tack.device("cpu")``
+and the like) are kept for good.
 """
 
 from __future__ import annotations
@@ -23,16 +24,20 @@ class Runners(dict):
 
     def __init__(self):
         super().__init__()
-        self.optioned: list = []   # keys of runners on devices made with options, oldest first
+        # device made with options -> the keys of its runners; oldest device first
+        self.optioned: dict = {}
 
     def put(self, key, runner) -> None:
         self[key] = runner
-        if key in self.optioned:
-            self.optioned.remove(key)
-        if not all(map(is_shared, runner_devices(runner))):
-            self.optioned.append(key)
-            if len(self.optioned) > OPTIONED_RUNNERS:
-                self.pop(self.optioned.pop(0), None)
+        for device in runner_devices(runner):
+            if not is_shared(device):
+                keys = self.optioned.pop(device, [])
+                if key not in keys:
+                    keys.append(key)
+                self.optioned[device] = keys   # now the newest
+        while len(self.optioned) > OPTIONED_RUNNERS:
+            for old in self.optioned.pop(next(iter(self.optioned))):
+                self.pop(old, None)
 
     def clear(self) -> None:
         super().clear()
