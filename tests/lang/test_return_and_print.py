@@ -413,6 +413,26 @@ def test_a_block_reduction_in_the_returned_value_is_refused_before_the_loop_runs
     assert a.numpy().tolist() == [0.0] * 5
 
 
+@tack.func
+def waits(a):
+    tack.barrier()
+    return a[0]
+
+
+@tack.kernel
+def k_barrier_in_return(a) -> float:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return waits(a)
+
+
+def test_a_barrier_in_a_device_function_of_the_returned_value_is_refused_where_it_is():
+    message = ("Device function 'waits' (inlined into kernel 'k_barrier_in_return'): "
+               "unsupported barrier in the returned value at line 3, column 5")
+    with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}"):
+        k_barrier_in_return(tack.zeros(5, F32))
+
+
 def test_an_atomic_in_the_returned_value_runs_once_after_the_loop():
     a = tack.zeros(5, F32)
     assert k_atomic_in_return(a) == 1.0     # the old value, written by the loop

@@ -55,6 +55,17 @@ class Scope:
         add_source_note(exc, self.source.span(node))
         return exc
 
+    def owner(self, span) -> str:
+        """``describe()``, or the device function inlined here whose source
+        ``span`` is in (its line and column count in that source)."""
+        if span.function and span.function != self.source.name:
+            root = self
+            while root.caller is not None:
+                root = root.caller
+            return (f"Device function '{span.function}' (inlined into kernel "
+                    f"'{root.source.name}')")
+        return self.describe()
+
     def describe(self) -> str:
         text = f"{self.source.kind} '{self.source.name}'"
         root = self
@@ -93,7 +104,7 @@ class Scope:
                     if isinstance(node, kind):
                         span = node.span
                         exc = UnsupportedSyntaxError(
-                            f"{self.describe()}: unsupported {what} {where} at line "
+                            f"{self.owner(span)}: unsupported {what} {where} at line "
                             f"{span.line}, column {span.col}")
                         add_source_note(exc, span)
                         raise exc
