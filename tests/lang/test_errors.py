@@ -262,9 +262,9 @@ def test_array_passed_to_scalar_parameter():
 
 
 def test_scalar_passed_to_array_parameter():
-    message = ("Kernel 'k_scalar_to_array': unsupported argument for array parameter "
-               "'v' of device function 'reads' that is not an array name at line 4, "
-               "column 22")
+    message = ("Kernel 'k_scalar_to_array': unsupported scalar argument for parameter "
+               "'v' of device function 'reads', which subscripts it (pass an array "
+               "name, or a vector or matrix) at line 4, column 22")
     with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}"):
         k_scalar_to_array(tack.zeros(2, tack.f32))
 

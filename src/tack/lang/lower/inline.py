@@ -133,7 +133,10 @@ class InlineLowering:
         for (param, arg), value in zip(scalars, values):
             if param in arrays and not isinstance(value, Vec):
                 # only subscripted: a vector or matrix value would do, a scalar not
-                raise self.not_an_array_name(func, param, arg)
+                raise self.scope.unsupported(
+                    f"scalar argument for parameter '{param}' of device function "
+                    f"'{func.name}', which subscripts it (pass an array name, or a "
+                    f"vector or matrix)", arg)
             name = self.names.fresh(f"{func.name}_{param}")
             self.pre.extend(self.assign_local(name, value, arg))
             child.rename[param] = name

@@ -331,7 +331,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
                     isinstance(sub, E.Cast) and not sub.to.is_int):
                 raise self.scope.unsupported(
                     "parallel loop range that is not computed from constants, scalar "
-                    "parameters and array extents with + - * // min max", node.iter)
+                    "parameters and array extents with + - * // min max and integer "
+                    "conversions", node.iter)
             if isinstance(sub, E.Const) and isinstance(sub.value, float):
                 raise self.scope.error(
                     TypeError, f"the parallel loop's range uses the float {sub.value!r}; "
