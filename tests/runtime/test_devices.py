@@ -441,3 +441,10 @@ def test_a_reused_device_made_with_options_keeps_all_its_signatures():
                 bump(x)
     assert [x.numpy().tolist() for x in arrays] == [[2, 2, 2]] * 6
     assert len(bump._plain.table) == 6   # white box: every signature's runner stays
+
+
+def test_a_copied_device_is_the_device():
+    import copy
+    dev = tack.device("cpu", num_threads=2)
+    assert copy.copy(dev) is dev and copy.deepcopy(dev) is dev
+    assert copy.copy(tack.device("cpu")) is tack.device("cpu")

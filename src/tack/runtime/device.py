@@ -52,6 +52,12 @@ class Device:
     def synchronize(self) -> None:
         self.backend.synchronize()
 
+    def __copy__(self) -> "Device":
+        return self   # a handle: a copy would be a second device with this slot
+
+    def __deepcopy__(self, memo) -> "Device":
+        return self
+
     def __str__(self) -> str:
         return f"{self.type}:{self.index}" if self.type in NUMBERED_TYPES else self.type
 
