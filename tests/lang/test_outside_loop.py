@@ -317,7 +317,14 @@ def k_leading_extent_from_a_wrapping_local(out, n, flag):
         out[(i * 3 + j) * 2 + l] = i * 100 + j * 10 + l
 
 
-@pytest.mark.parametrize("kernel", [k_start_from_a_wrapping_product,
+@tack.kernel
+def k_start_through_a_narrow_conversion(out, n, flag):
+    for i in range(tack.u8(n * 86) - 5, len(out) - 3):   # u8(258) - 5 = -3, not 253
+        out[i + 3] = i
+
+
+@pytest.mark.parametrize("kernel", [k_start_through_a_narrow_conversion,
+                                    k_start_from_a_wrapping_product,
                                     k_start_from_a_wrapping_local, k_start_far_off,
                                     k_leading_extent_from_a_wrapping_local])
 @pytest.mark.parametrize("debug", [False, True])
@@ -330,7 +337,11 @@ def test_bounds_the_kernel_uses_are_the_hosts(kernel, debug):
     finally:
         tack.set_debug(False)
     expected = np.full(12, -1, np.int64)
-    if kernel is k_leading_extent_from_a_wrapping_local:
+    if kernel is k_start_through_a_narrow_conversion:
+        # bounds are Python integers; the conversion wraps 258 to 2, then 2 - 5
+        # is -3 (Python's tack.u8 would make it NumPy's wrapping u8 arithmetic)
+        expected[:12] = np.arange(-3, 9)
+    elif kernel is k_leading_extent_from_a_wrapping_local:
         expected[:] = [i * 100 + j * 10 + l for i in range(2) for j in range(3)
                        for l in range(2)]
     else:

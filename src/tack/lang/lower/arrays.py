@@ -102,9 +102,10 @@ def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings,
 
 def func_array_params(func: Func) -> dict[str, int]:
     """The parameters of a device function used as arrays, ``{name: number of
-    indices}`` (or a ``Conflict``, see ``ndim_of``). One that is only subscripted with one or two indices (not in
-    :func:`func_definite_arrays`) is an array when the call passes an array
-    name, and a vector or matrix value otherwise."""
+    indices}`` (or a ``Conflict``, see ``ndim_of``). One that is only
+    subscripted with one or two indices (not in :func:`func_definite_arrays`)
+    is an array when the call passes an array name, and a vector or matrix
+    value otherwise."""
     return _func_arrays(func)[0]
 
 

@@ -295,8 +295,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         """``(host, kernel)`` forms of a bound that the kernel uses as well as the
         host (a range's start, the leading extents of a flattened ndindex).
 
-        The kernel computes it with every name converted to i64, so all its
-        arithmetic is in i64 (in the kernel's own types an i32 product or a
+        The kernel computes it with every name and every conversion's result
+        converted to i64, so all its arithmetic is in i64 (in the kernel's own types an i32 product or a
         weak literal would wrap where the host does not). The host computes it
         with Python's integers and requires the result, and every operand of a
         ``//``, ``min`` or ``max``, to lie in i64's range (``host_eval``: an i64
@@ -313,8 +313,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         def to_i64(e):
             return E.Cast(e, T.i64, span=e.span)
 
-        def kernel(e):
-            return to_i64(e) if isinstance(e, E.Name) else e
+        def kernel(e):   # a name, or a conversion written in the bound (tack.u8(n))
+            return to_i64(e) if isinstance(e, (E.Name, E.Cast)) else e
 
         def host(e):
             if isinstance(e, (E.FloorDiv, E.Min, E.Max)):
