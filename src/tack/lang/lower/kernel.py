@@ -296,8 +296,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         host (a range's start, the leading extents of a flattened ndindex).
 
         The kernel computes it with every name and every conversion's result
-        converted to i64, so all its arithmetic is in i64 (in the kernel's own types an i32 product or a
-        weak literal would wrap where the host does not). The host computes it
+        converted to i64, so all its arithmetic is in i64 (in the kernel's own
+        types an i32 product or a weak literal would wrap where the host does
+        not). The host computes it
         with Python's integers and requires the result, and every operand of a
         ``//``, ``min`` or ``max``, to lie in i64's range (``host_eval``: an i64
         conversion there is a check). Then the two agree: ``+ - *`` agree
