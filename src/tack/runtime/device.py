@@ -7,6 +7,7 @@ with options it makes a new one.
 
 from __future__ import annotations
 
+import itertools
 import platform
 import threading
 import weakref
@@ -224,14 +225,13 @@ def _make(type_: str, index, options: dict) -> Device:
 
 
 _free_slots: list = []
-_slots_made = [0]
+_new_slots = itertools.count()
 _slot_lock = threading.Lock()
 
 
 def _take_slot(dev) -> int:
     with _slot_lock:
-        slot = _free_slots.pop() if _free_slots else _slots_made[0]
-        _slots_made[0] += slot == _slots_made[0]
+        slot = _free_slots.pop() if _free_slots else next(_new_slots)
     weakref.finalize(dev, _free_slot, slot)
     return slot
 

@@ -18,7 +18,7 @@ OPTIONED_RUNNERS = 4
 
 class Runners(dict):
     """key -> runner. Warm calls read it with ``dict.get``; ``put`` and ``clear``
-    are called under the owner's lock where the owner has one."""
+    are called under the owner's lock."""
 
     __slots__ = ("optioned",)
 

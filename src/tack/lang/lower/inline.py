@@ -106,11 +106,6 @@ class InlineLowering:
         span = caller.span(node)
         return [self.local_value(slot, span) for slot in child.results]
 
-    def not_an_array_name(self, func: Func, param: str, arg):
-        return self.scope.unsupported(
-            f"argument for array parameter '{param}' of device function "
-            f"'{func.name}' that is not an array name", arg)
-
     def bind_arguments(self, func: Func, child: Scope, params, node) -> None:
         caller = self.scope
         arrays = func_array_params(func)
@@ -120,7 +115,9 @@ class InlineLowering:
             is_array_arg = isinstance(arg, ast.Name) and arg.id in caller.arrays
             if param in arrays and (is_array_arg or param in definite):
                 if not is_array_arg:
-                    raise self.not_an_array_name(func, param, arg)
+                    raise caller.unsupported(
+                        f"argument for array parameter '{param}' of device function "
+                        f"'{func.name}' that is not an array name", arg)
                 ndim_of(arrays, param)   # raises an indexing conflict
                 child.arrays[param] = caller.arrays[arg.id]
             elif is_array_arg:
@@ -133,7 +130,7 @@ class InlineLowering:
         for (param, arg), value in zip(scalars, values):
             if param in arrays and not isinstance(value, Vec):
                 # only subscripted: a vector or matrix value would do, a scalar not
-                raise self.scope.unsupported(
+                raise caller.unsupported(
                     f"scalar argument for parameter '{param}' of device function "
                     f"'{func.name}', which subscripts it (pass an array name, or a "
                     f"vector or matrix)", arg)

@@ -59,21 +59,23 @@ class Scope:
         """``describe()``, or the device function inlined here whose source
         ``span`` is in (its line and column count in that source)."""
         if span.function and span.function != self.source.name:
-            root = self
-            while root.caller is not None:
-                root = root.caller
             return (f"Device function '{span.function}' (inlined into kernel "
-                    f"'{root.source.name}')")
+                    f"'{self.kernel_scope().source.name}')")
         return self.describe()
 
     def describe(self) -> str:
         text = f"{self.source.kind} '{self.source.name}'"
-        root = self
-        while root.caller is not None:
-            root = root.caller
+        root = self.kernel_scope()
         if root is not self:
             text += f" (inlined into kernel '{root.source.name}')"
         return text
+
+    def kernel_scope(self) -> "Scope":
+        """The outermost caller's scope: the kernel's."""
+        root = self
+        while root.caller is not None:
+            root = root.caller
+        return root
 
     def span(self, node):
         return self.source.span(node)
