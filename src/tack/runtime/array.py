@@ -445,7 +445,7 @@ def _whole_array(name: str, axis, dtype, out) -> None:
 
 FILL_KERNEL_BYTES = 256 * 1024
 # values fill() sets without looking for a sequence (np.ndim is a microsecond)
-_SCALARS = (int, float, complex, bool, np.generic)
+_SCALARS = (int, float, complex, np.generic)   # bool is an int
 
 # Array signatures (element type, ndim, memory domain, device id, writable,
 # aligned), each numbered once: ``Array._sig`` is the number.
