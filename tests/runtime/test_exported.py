@@ -1,6 +1,6 @@
 """Spec 003: ``a.export_memory()`` and ``tack.empty(..., exportable=True)`` are
 CUDA only; every other backend refuses them with RuntimeError, before any
-allocation. (The CUDA half runs on a GPU: tests/runtime/test_cuda_backend.py.)"""
+allocation. (The CUDA half runs on a GPU: tests/runtime/test_cuda_gpu.py.)"""
 
 import re
 
