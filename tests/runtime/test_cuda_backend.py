@@ -141,6 +141,17 @@ def test_another_devices_memory_is_refused(fake, fake_device):
     own = tack.zeros(4, device=fake_device)
     assert tack.array_from_ptr(own._ptr + 8, (2,), tack.f32, device=fake_device).size == 2
 
+
+def test_a_pointer_that_is_not_an_address_names_the_device_kind(fake, fake_device):
+    with pytest.raises(TypeError, match=re.escape(
+            "array_from_ptr() on the CUDA backend takes a device address (an integer), "
+            "not str")):
+        tack.array_from_ptr("0x1000", (4,), tack.f32, device=fake_device)
+    with pytest.raises(ValueError, match=re.escape("array_from_ptr() was given the "
+                                                   "address -8: with 16 bytes")):
+        tack.array_from_ptr(-8, (4,), tack.f32, device=fake_device)
+
+
 def test_a_device_past_the_last_is_a_value_error(fake):
     from tack.runtime.cuda.backend import CUDABackend
     with pytest.raises(ValueError, match=re.escape("cuda:3: this machine has 1 CUDA "

@@ -151,13 +151,25 @@ def test_a_pointer_that_is_not_an_address_raises_type_error(ptr, name):
 
 
 def test_bool_and_null_pointers_are_refused():
-    with pytest.raises(TypeError, match=re.escape(
-            "array_from_ptr() takes an integer address or a NumPy array")):
-        tack.array_from_ptr(True, 1, tack.f32)
+    for flag in (True, np.bool_(False)):
+        with pytest.raises(TypeError, match=re.escape(
+                "array_from_ptr() on the CPU takes an integer address or a NumPy array, "
+                f"not {type(flag).__name__}")):
+            tack.array_from_ptr(flag, 1, tack.f32)
     with pytest.raises(ValueError, match=re.escape(
             "array_from_ptr() was given a null pointer")):
         tack.array_from_ptr(0, 4, tack.f32)
     assert tack.array_from_ptr(0, 0, tack.f32).size == 0
+
+
+@pytest.mark.parametrize("address, nbytes", [(-4096, 32), (-1, 0), (2**64, 0),
+                                             (2**64 - 16, 32)])
+def test_addresses_outside_the_64_bit_space_are_refused(address, nbytes):
+    # reading such an array crashed the process
+    with pytest.raises(ValueError, match=re.escape(
+            f"array_from_ptr() was given the address {address}: with {nbytes} bytes it "
+            "does not fit in 0 .. 2**64 - 1")):
+        tack.array_from_ptr(address, nbytes // 4, tack.f32)
 
 
 def test_shape_and_dtype_errors():

@@ -13,16 +13,28 @@ from .buffers import ExternalBuffer
 from .creation import _resolve_device, _shape
 
 
-def _address(ptr):
+def _address(ptr, backend):
     if isinstance(ptr, np.ndarray):
         return ptr.ctypes.data, ptr
-    if isinstance(ptr, bool):
-        raise TypeError("array_from_ptr() takes an integer address or a NumPy array")
     try:
+        if isinstance(ptr, (bool, np.bool_)):
+            raise TypeError
         return operator.index(ptr), None
     except TypeError:
-        raise TypeError(f"array_from_ptr() on the CPU takes an integer address or a "
-                        f"NumPy array, not {type(ptr).__name__}") from None
+        takes = ("on the CPU takes an integer address or a NumPy array"
+                 if backend.memory_domain == "host" else
+                 f"on the {backend.api_name} backend takes a device address (an integer)")
+        raise TypeError(f"array_from_ptr() {takes}, not {type(ptr).__name__}") from None
+
+
+def _require_address(address: int, nbytes: int) -> None:
+    """A null pointer, or memory that does not fit in the 64-bit address space
+    (a negative address, or one so large the bytes would run past 2**64)."""
+    if address == 0 and nbytes:
+        raise ValueError("array_from_ptr() was given a null pointer")
+    if not 0 <= address < 2**64 or address + nbytes > 2**64:
+        raise ValueError(f"array_from_ptr() was given the address {address}: with "
+                         f"{nbytes} bytes it does not fit in 0 .. 2**64 - 1")
 
 
 def _require_wrappable(host: np.ndarray, nbytes: int, writable: bool) -> None:
@@ -65,12 +77,11 @@ def array_from_ptr(ptr, shape, dtype, *, device=None, writable=False) -> Array:
                         f"values instead: tack.array(values, device='{dev}')")
     dims = _shape(shape)
     dt = T.as_element_type(dtype)  # a scalar type or an element type like tack.vec3()
-    address, owner = _address(ptr)
+    address, owner = _address(ptr, backend)
     nbytes = math.prod(dims) * dt.itemsize
     if owner is not None:
         _require_wrappable(owner, nbytes, writable)
-    if address == 0 and nbytes:
-        raise ValueError("array_from_ptr() was given a null pointer")
+    _require_address(address, nbytes)
     if backend.memory_domain == "host":
         buffer = ExternalBuffer(address, nbytes, owner)
     else:   # a device pointer (CUDA): it must be memory this device can use
