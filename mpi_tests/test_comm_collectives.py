@@ -133,6 +133,22 @@ def test_inf_minus_inf_is_nan_on_every_rank_even_under_seterr_raise(comm, rng):
         np.seterr(**saved)
 
 
+def test_python_ints_combine_exactly_in_every_layout(comm, rng):
+    # each value is within i64, the sums are not: they wrapped to -2**63 and 0
+    given = [int(v) for v in rng.choice([2**63 - 1, -2**63, 2**62, 3], 6)]
+    exact = {"sum": lambda v: sum(v), "min": lambda v: min(v, default=2**63 - 1),
+             "max": lambda v: max(v, default=-2**63)}
+    for counts in layouts(comm.Get_size(), 6):
+        blocks, world = blocks_for(comm, counts)
+        mine = {g: given[g] for g in blocks.local}
+        got = {op: (blocks.all_reduce(mine, op), blocks.exclusive_scan(mine, op))
+               for op in OPS}
+        world.free()
+        for op, (total, scanned) in got.items():
+            assert type(total) is int and total == exact[op](given), (op, counts)
+            assert scanned == {g: exact[op](given[:g]) for g in blocks.local}, (op, counts)
+
+
 def test_all_gather_every_block(comm, rng):
     total = 6
     for name, given, host in kinds(rng, total):

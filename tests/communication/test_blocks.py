@@ -88,6 +88,23 @@ def test_value_kinds(rng):
     assert list(gathered) == [0, 1, 2]
 
 
+@pytest.mark.parametrize("count", [1, 2, 4, 7])
+def test_python_ints_combine_exactly_past_i64(rng, count):
+    """Each value is within i64; sums past it are exact (they wrapped)."""
+    top, bottom = 2**63 - 1, -2**63
+    values = [int(v) for v in rng.choice([top, bottom, 2**62, -1, 0], count)]
+    blocks = tack.Blocks(["cpu"] * count)
+    given = dict(enumerate(values))
+    assert blocks.all_reduce(given) == sum(values)
+    assert blocks.exclusive_scan(given) == {g: sum(values[:g]) for g in range(count)}
+    assert blocks.all_reduce(given, "min") == min(values)
+    assert blocks.exclusive_scan(given, "max") == {
+        g: max(values[:g], default=bottom) for g in range(count)}
+    assert blocks.all_gather(given) == given
+    everything = tack.Blocks(["cpu"] * 4).all_reduce({g: top for g in range(4)})
+    assert everything == 4 * top and type(everything) is int
+
+
 def test_numpy_float64_values_stay_numpy_scalars():
     """np.float64 is also a Python float: it is a NumPy value all the same."""
     blocks = tack.Blocks(["cpu"] * 3)

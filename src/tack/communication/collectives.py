@@ -75,11 +75,11 @@ def _upsweep(blocks, kind, host: dict, op: str):
             if right >= count:
                 nodes[k + 1, j] = left
             elif right < b:
-                nodes[k + 1, j] = V.combine(op, left, nodes[k, 2 * j + 1])
+                nodes[k + 1, j] = V.combine(kind, op, left, nodes[k, 2 * j + 1])
             else:
                 request, buffer = pending[k, j]
                 request.Wait()
-                nodes[k + 1, j] = V.combine(op, left, buffer)
+                nodes[k + 1, j] = V.combine(kind, op, left, buffer)
     return nodes, sends
 
 
@@ -157,7 +157,7 @@ def _downsweep(blocks, kind, nodes: dict, op: str) -> dict:
             right = j * size + half
             if right < count:
                 left = nodes[k, 2 * j]
-                value = left if before is None else V.combine(op, before, left)
+                value = left if before is None else V.combine(kind, op, before, left)
                 if right < b:
                     prefix[k, 2 * j + 1] = value
                 else:

@@ -1,8 +1,9 @@
 """The values the collectives combine: scalars and arrays, as host NumPy arrays.
 
 A value's *kind* says how it came and how it goes back: a Python ``int``
-(combined as i64) or ``float`` (f64), a NumPy scalar of a Tack type, or a Tack
-array of some dtype and shape. Every block of the world must give one kind.
+(each one in i64, combined exactly: see ``_wide``) or ``float`` (f64), a NumPy
+scalar of a Tack type, or a Tack array of some dtype and shape. Every block of
+the world must give one kind.
 """
 
 from __future__ import annotations
@@ -15,6 +16,20 @@ from ..runtime.creation import array as _to_device
 from .errors import require_every_local, require_on_device
 
 OPS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+INT_OPS = {"sum": lambda a, b: a + b, "min": min, "max": max}
+_WORD = (1 << 64) - 1
+
+
+def _wide(value: int) -> np.ndarray:
+    """A Python int as 128-bit two's complement, ``[high, low]`` u64 words: the
+    sum of any number of blocks' i64 values fits, so Python ints combine
+    exactly (as mpi4py's ``allreduce`` of Python ints does), never wrapping."""
+    return np.array([(value >> 64) & _WORD, value & _WORD], np.uint64)
+
+
+def _narrow(words: np.ndarray) -> int:
+    high, low = int(words[0]), int(words[1])
+    return ((high - (1 << 64) if high >> 63 else high) << 64) | low
 
 
 def require_op(call: str, op) -> str:
@@ -35,8 +50,8 @@ def kind_of(call: str, gid: int, value) -> tuple:
     if isinstance(value, int):
         if not -(1 << 63) <= value < (1 << 63):
             raise ValueError(f"{call}: the value of block {gid} ({value}) does not fit "
-                             f"in i64, which Python ints are combined as")
-        return ("int",), np.array(value, np.int64)
+                             f"in i64")
+        return ("int",), _wide(value)
     if isinstance(value, float):
         return ("float",), np.array(value, np.float64)
     raise TypeError(f"{call}: the value of block {gid} must be a Python or NumPy scalar "
@@ -70,18 +85,23 @@ def describe(kind) -> str:
 
 def numpy_dtype(kind) -> np.dtype:
     if kind[0] in ("int", "float"):
-        return np.dtype(np.int64 if kind[0] == "int" else np.float64)
+        return np.dtype(np.uint64 if kind[0] == "int" else np.float64)
     return T.scalar_of(T.from_type_name(kind[1])).numpy
 
 
 def shape_of(kind) -> tuple:
-    """The host values' shape: a vector or matrix array's has its components."""
+    """The host values' shape: a Python int's two words (``_wide``), a vector
+    or matrix array's components."""
     if kind[0] != "array":
-        return ()
+        return (2,) if kind[0] == "int" else ()
     return kind[2] + T.element_shape(T.from_type_name(kind[1]))
 
 
 def identity(kind, op: str) -> np.ndarray:
+    """0 for a sum, the type's largest value for min, its smallest for max (a
+    Python int's type: i64)."""
+    if kind[0] == "int":
+        return _wide({"sum": 0, "min": (1 << 63) - 1, "max": -(1 << 63)}[op])
     dtype = numpy_dtype(kind)
     out = np.empty(shape_of(kind), dtype)
     if op == "sum":
@@ -94,11 +114,14 @@ def identity(kind, op: str) -> np.ndarray:
     return out
 
 
-def combine(op: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``left op right`` element-wise, in the values' own type. Overflow and
-    ``inf - inf`` give what IEEE 754 gives, silently: only the rank that
-    combines a pair would see NumPy's warning (or, under ``np.seterr(all=
-    "raise")`` or ``-W error``, its exception, while the others wait)."""
+def combine(kind, op: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``left op right`` element-wise, in the values' own type (Python ints
+    exactly). Overflow and ``inf - inf`` give what NumPy and IEEE 754 give,
+    silently: only the rank that combines a pair would see NumPy's warning (or,
+    under ``np.seterr(all="raise")`` or ``-W error``, its exception, while the
+    others wait)."""
+    if kind[0] == "int":
+        return _wide(INT_OPS[op](_narrow(left), _narrow(right)))
     with np.errstate(all="ignore"):
         return OPS[op](left, right, out=np.empty_like(left))
 
@@ -106,7 +129,7 @@ def combine(op: str, left: np.ndarray, right: np.ndarray) -> np.ndarray:
 def restore(kind, values: np.ndarray, device):
     """The value of ``kind`` that ``values`` hold, as the caller gave it."""
     if kind[0] == "int":
-        return int(values[()])
+        return _narrow(values)
     if kind[0] == "float":
         return float(values[()])
     if kind[0] == "numpy":
