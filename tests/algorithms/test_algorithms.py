@@ -162,6 +162,10 @@ def test_histogram_checks_bins_and_out():
     with pytest.raises(TypeError, match=re.escape("histogram() takes an integer for "
                                                   "bins, not str")):
         A.histogram(keys, "3")
+    for flag in (True, np.bool_(True)):   # a bool is not a count (it gave 1 bin)
+        with pytest.raises(TypeError, match=re.escape(
+                f"histogram() takes an integer for bins, not {type(flag).__name__}")):
+            A.histogram(keys, flag)
     with pytest.raises(ValueError, match=re.escape("histogram() takes a non-negative "
                                                    "bins, got -1")):
         A.histogram(keys, -1)

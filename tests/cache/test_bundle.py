@@ -4,6 +4,7 @@ warning, kernels compile), and the trust rule applied to the bundle's file."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -94,6 +95,14 @@ def test_an_empty_bundle_loads_nothing_quietly(cache_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert tack.cache.load_bundle() == 0
+
+
+@pytest.mark.parametrize("comm", ["x", 0, object()])
+def test_load_bundle_takes_a_communicator(cache_dir, comm):
+    with pytest.raises(TypeError, match=re.escape(
+            "load_bundle() takes an mpi4py communicator for comm, not "
+            f"{type(comm).__name__}")):
+        tack.cache.load_bundle(comm=comm)
 
 
 def rewrite_header(**changes):

@@ -135,6 +135,14 @@ def test_configure_rejects_bad_values(env, arguments, message):
     assert tack.cache.settings()[1] == "read"   # a rejected call changes nothing
 
 
+def test_configure_takes_the_mode_as_a_string(env):
+    tack.cache.configure(mode="read")
+    with pytest.raises(TypeError, match=re.escape(
+            "mode takes write, read, bundle or off, not int")):
+        tack.cache.configure(mode=5)
+    assert tack.cache.settings()[1] == "read"
+
+
 def test_configure_takes_effect_at_the_next_kernel_compiled(cache_dir, kernels, seed):
     a = tack.array(np.random.default_rng(seed).uniform(-1, 1, 5))
     out = tack.zeros(5, dtype=tack.f64)

@@ -214,9 +214,18 @@ def test_device_count():
         assert tack.device_count(type_) == 0, type_
 
 
-@pytest.mark.parametrize("type_", ["vulkan", "cpu:0", 3])
+@pytest.mark.parametrize("type_", ["vulkan", "cpu:0"])
 def test_device_count_of_an_unknown_type_raises_value_error(type_):
     with pytest.raises(ValueError, match=re.escape(f"Unknown device type: '{type_}'.")):
+        tack.device_count(type_)
+
+
+@pytest.mark.parametrize("type_", [3, None, tack.device("cpu")])
+def test_device_count_of_something_not_a_string_raises_type_error(type_):
+    # as tack.device(3) does (it raised ValueError)
+    with pytest.raises(TypeError, match=re.escape(
+            "device_count() takes a device type such as 'cpu' or 'cuda', not "
+            f"{type(type_).__name__}")):
         tack.device_count(type_)
 
 

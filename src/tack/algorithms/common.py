@@ -5,6 +5,8 @@ from __future__ import annotations
 import operator
 import threading
 
+import numpy as np
+
 from .. import types as T
 from ..runtime.array import Array
 from ..runtime.creation import empty
@@ -78,8 +80,11 @@ def require_writable(name: str, what: str, value: Array) -> Array:
 
 
 def require_count(name: str, what: str, value) -> int:
-    """``value`` as a non-negative int (``operator.index``: no floats, no strings)."""
+    """``value`` as a non-negative int (``operator.index``: no floats, no
+    strings; no bools either, as everywhere in Tack)."""
     try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
         count = operator.index(value)
     except TypeError:
         raise TypeError(f"{name}() takes an integer for {what}, not "

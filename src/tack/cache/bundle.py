@@ -122,6 +122,9 @@ def load_bundle(path=None, comm=None) -> int:
                        f"compile instead")
             return 0
         return _install(entries)
+    if not all(callable(getattr(comm, name, None)) for name in ("Get_rank", "Bcast")):
+        raise TypeError(f"load_bundle() takes an mpi4py communicator for comm, not "
+                        f"{type(comm).__name__}")
     return _load_collective(path, comm)
 
 

@@ -19,6 +19,9 @@ DEFAULT_SIZE = 1 << 30
 
 
 def parse_mode(value: str, source: str = "TACK_CACHE") -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{source} takes write, read, bundle or off, not "
+                        f"{type(value).__name__}")
     text = value.strip().lower()
     if text in _OFF:
         return "off"

@@ -278,7 +278,10 @@ def is_shared(dev: Device) -> bool:
 def device_count(type: str) -> int:  # noqa: A002 (the spec's name for it)
     """How many devices of ``type`` there are; 0 where its backend cannot start."""
     type_ = type
-    if not isinstance(type_, str) or type_ not in KNOWN_TYPES:
+    if not isinstance(type_, str):
+        raise TypeError(f"device_count() takes a device type such as 'cpu' or 'cuda', "
+                        f"not {type_.__class__.__name__}")
+    if type_ not in KNOWN_TYPES:
         raise ValueError(f"Unknown device type: '{type_}'. Available: "
                          f"{', '.join(KNOWN_TYPES)}")
     try:
