@@ -157,6 +157,34 @@ def test_errors(make, error, message):
         make()
 
 
+@tack.kernel
+def scaled(a, out, s):
+    for i in range(len(out)):
+        out[i] = a[i] * s
+
+
+def test_a_texture_where_an_array_or_number_is_used_is_a_type_error():
+    tex, out = tack.texture3d(tack.ones((2, 2, 2))), tack.zeros(8)
+    for args, name, column in [((tex, out, 1.0), "a", 18), ((tack.ones(8), out, tex), "s", 25)]:
+        message = (f"Kernel 'scaled': parameter '{name}' is used as a value (an array or "
+                   f"a number), but the argument is a Texture3D object, which a kernel "
+                   f"uses only through its attributes and methods ({name}.x, "
+                   f"{name}.m(...)) at line 4, column {column}")
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+            scaled(*args)
+    assert not out.numpy().any()
+
+
+def test_an_array_where_a_texture_is_sampled_is_a_type_error():
+    out = tack.zeros(1)
+    message = ("Kernel 'sample_at': 'tex.sample()' calls a method of parameter 'tex', but "
+               "the argument is an array or a number; methods are called on device-class "
+               "objects (such as a tack.Texture3D) at line 4, column 18")
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}\n"):   # then the line
+        sample_at(tack.zeros((2, 2, 2)), tack.zeros(1), tack.zeros(1), tack.zeros(1), out)
+    assert not out.numpy().any()
+
+
 def test_sampling_passes_debug_mode(rng):
     texels = rng.floats(24).reshape(2, 3, 4)
     tex = tack.texture3d(tack.array(texels))

@@ -69,22 +69,27 @@ def references(cls, tree: ast.FunctionDef, name: str, where) -> tuple:
     values, and the methods it reaches, transitively through methods: two sorted
     tuples, and ``{attribute: (node, method name or None)}`` for each value
     read's first use.
-    ``where(message, node)`` makes the error for a bad reference."""
+    ``where(message, node, type)`` makes the error for a bad reference."""
     methods = methods_of(cls)
     values, called, first = set(), set(), {}
     pending = [(tree, name, None)]
     while pending:
         node, obj, owner = pending.pop()
         bare = _bare_use(node, obj)
+        if bare is not None and owner is None:   # the kernel's parameter: the argument
+            raise where(f"parameter '{obj}' is used as a value (an array or a number), "
+                        f"but the argument is a {cls.__name__} object, which a kernel "
+                        f"uses only through its attributes and methods ({obj}.x, "
+                        f"{obj}.m(...))", bare, TypeError)
         if bare is not None:
             raise where(f"the device-class object '{obj}' is used as a value; a kernel "
                         f"uses only its attributes and methods ({obj}.x, {obj}.m(...))",
-                        bare)
+                        bare, ValueError)
         for attr, is_call, at in _attribute_uses(node, obj):
             if is_call:
                 if attr not in methods:
                     raise where(f"'{obj}.{attr}()' is not a @tack.func method of "
-                                f"device class '{cls.__name__}'", at)
+                                f"device class '{cls.__name__}'", at, ValueError)
                 if attr not in called:
                     called.add(attr)
                     method = methods[attr].source.tree
@@ -92,7 +97,8 @@ def references(cls, tree: ast.FunctionDef, name: str, where) -> tuple:
             else:
                 if attr in methods:
                     raise where(f"method '{obj}.{attr}' of device class "
-                                f"'{cls.__name__}' used as a value (call it)", at)
+                                f"'{cls.__name__}' used as a value (call it)", at,
+                                ValueError)
                 values.add(attr)
                 first.setdefault(attr, (at, owner))
     return tuple(sorted(values)), tuple(sorted(called)), first

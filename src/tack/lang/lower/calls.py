@@ -64,9 +64,26 @@ class CallLowering:
         if unbound is not None:
             raise self.scope.error(NameError, f"name '{unbound.id}' is not defined",
                                    unbound)
+        param = self.called_parameter(node.func)
+        if param is not None:
+            raise self.scope.error(
+                TypeError, f"'{_spelled(node.func)}()' calls a method of parameter "
+                f"'{param}', but the argument is an array or a number; methods are "
+                f"called on device-class objects (such as a tack.Texture3D)", node)
         raise self.scope.unsupported(
             f"call to '{_spelled(node.func)}' (not a statically bound @tack.func or "
             f"a supported kernel intrinsic)", node)
+
+    def called_parameter(self, callee: ast.expr):
+        """The kernel's parameter ``callee`` is a method of (``t.sample``), else
+        None. A device-class argument's methods were bound before lowering, so
+        this parameter's argument is an array or a number."""
+        scope = self.scope
+        if not (isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name)
+                and scope.caller is None):
+            return None
+        name = callee.value.id
+        return name if name in {a.arg for a in scope.tree.args.args} else None
 
     def unbound_root(self, callee: ast.expr):
         """The name ``callee`` starts from when nothing binds it, else None."""
