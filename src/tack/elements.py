@@ -49,11 +49,11 @@ CONSTRUCTORS = {"vec2": vec2, "vec3": vec3, "vec4": vec4,
                 "mat22": mat22, "mat33": mat33, "mat44": mat44}
 
 
-dot = _device_only("dot")
-cross = _device_only("cross")
-length = _device_only("length")
-normalize = _device_only("normalize")
-transpose = _device_only("transpose")
+dot = _device_only("dot", "a, b", "the dot product of two vectors.")
+cross = _device_only("cross", "a, b", "the cross product of two 3-vectors.")
+length = _device_only("length", "v", "the Euclidean length of a vector.")
+normalize = _device_only("normalize", "v", "v divided by its length.")
+transpose = _device_only("transpose", "m", "the transpose of a matrix.")
 
 FUNCTIONS = {"dot": dot, "cross": cross, "length": length, "normalize": normalize,
              "transpose": transpose}

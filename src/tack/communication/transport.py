@@ -148,9 +148,10 @@ class Staging:
 
 
 def mpi_refuses_cuda() -> bool:
-    """True when the MPI library says it cannot take CUDA memory: Open MPI's
-    ``MPIX_Query_cuda_support()`` returns 0. False where it says it can, or has
-    no such query (MPICH, MVAPICH, Cray MPICH: their users know their build)."""
+    """True when the MPI library says it cannot take CUDA memory: its
+    ``MPIX_Query_cuda_support()`` (Open MPI; MPICH 4.1 and later) returns 0.
+    False where it says it can, or has no such query (older MPICH, MVAPICH,
+    Cray MPICH: their users know their build)."""
     if _CUDA_SUPPORT:
         return _CUDA_SUPPORT[0]
     import ctypes

@@ -7,28 +7,47 @@ Kernels refer to these by name; lowering recognizes them through
 from __future__ import annotations
 
 
-def _device_only(name: str):
+def _device_only(name: str, signature: str, doc: str):
     def intrinsic(*args, **kwargs):
         raise RuntimeError(f"tack.{name}() can only be called inside a "
                            f"@tack.kernel or @tack.func")
     intrinsic.__name__ = name
     intrinsic.__qualname__ = name
+    intrinsic.__doc__ = (f"tack.{name}({signature}), in a kernel or device function: "
+                         f"{doc}\n\nCalled from Python it raises RuntimeError "
+                         f"(docs/language.md).")
     return intrinsic
 
 
-atomic_add = _device_only("atomic_add")
-atomic_sub = _device_only("atomic_sub")
-atomic_min = _device_only("atomic_min")
-atomic_max = _device_only("atomic_max")
-thread_id = _device_only("thread_id")
-barrier = _device_only("barrier")
-shared = _device_only("shared")
-local_array = _device_only("local_array")
-shared_like = _device_only("shared_like")
-local_array_like = _device_only("local_array_like")
-block_sum = _device_only("block_sum")
-block_min = _device_only("block_min")
-block_max = _device_only("block_max")
+def _atomic(op: str, name: str):
+    return _device_only(name, "array, index, value", f"atomically {op} array[index] "
+                        f"and return its old value (index: an integer, a tuple for "
+                        f"an n-d array).")
+
+
+atomic_add = _atomic("add value to", "atomic_add")
+atomic_sub = _atomic("subtract value from", "atomic_sub")
+atomic_min = _atomic("take the minimum of value and", "atomic_min")
+atomic_max = _atomic("take the maximum of value and", "atomic_max")
+thread_id = _device_only("thread_id", "", "this iteration's lane in its workgroup of "
+                         "256, 0 to 255 (GPU backends).")
+barrier = _device_only("barrier", "", "a statement: wait until every lane of the "
+                       "workgroup reaches it (GPU backends).")
+shared = _device_only("shared", "n, dtype", "``name = tack.shared(n, dtype)`` makes an "
+                      "array of n elements shared by the workgroup (GPU backends).")
+local_array = _device_only("local_array", "n, dtype", "``name = tack.local_array(n, "
+                           "dtype)`` makes a private array of n elements for the "
+                           "iteration.")
+shared_like = _device_only("shared_like", "array, n", "tack.shared(n, ...) with the "
+                           "dtype of ``array``.")
+local_array_like = _device_only("local_array_like", "array, n", "tack.local_array(n, "
+                                "...) with the dtype of ``array``.")
+block_sum = _device_only("block_sum", "value", "the sum of value (as f32) over the "
+                         "workgroup's 256 lanes, in a fixed order (GPU backends).")
+block_min = _device_only("block_min", "value", "the minimum of value (as f32) over the "
+                         "workgroup's 256 lanes (GPU backends).")
+block_max = _device_only("block_max", "value", "the maximum of value (as f32) over the "
+                         "workgroup's 256 lanes (GPU backends).")
 
 
 def ndindex(*extents):

@@ -60,6 +60,8 @@ def empty(shape, dtype=T.f32, *, device=None, exportable=False) -> Array:
 
 
 def zeros(shape, dtype=T.f32, *, device=None) -> Array:
+    """A new array of ``shape`` and ``dtype`` (default f32) on ``device`` (default:
+    the default device), every element zero."""
     dev = _resolve_device(device)
     zeroed = getattr(dev.backend, "allocate_zeroed", None)   # the CPU's calloc
     if zeroed is not None:
@@ -76,6 +78,8 @@ def _allocated(allocate, shape, dtype, device) -> Array:
 
 
 def ones(shape, dtype=T.f32, *, device=None) -> Array:
+    """A new array of ``shape`` and ``dtype`` (default f32) on ``device`` (default:
+    the default device), every element one."""
     out = empty(shape, dtype, device=device)
     out.fill(1)
     return out

@@ -40,6 +40,7 @@ def set_debug(enabled: bool = True) -> None:
 
 
 def debug_enabled() -> bool:
+    """Whether debug mode (bounds and overflow checks in kernels) is on."""
     return state.enabled
 
 

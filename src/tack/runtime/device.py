@@ -319,6 +319,8 @@ def set_default_device(spec="cpu", **options) -> Device:
 
 
 def get_default_device() -> Device:
+    """The innermost ``with device:`` block's device on this thread, else the
+    one ``set_default_device`` chose, else the CPU device."""
     global _default
     if not _open_blocks and _default is not None:
         return _default  # the warm path: no `with` block anywhere

@@ -104,6 +104,9 @@ def _prototype(prototype, dtype, device, operation):
 
 
 def empty_like(prototype, dtype=None, *, device=None) -> Array:
+    """A new array of ``prototype``'s shape (a Tack or NumPy array), with its
+    dtype unless ``dtype`` is given, on its device (a Tack array's) unless
+    ``device`` is given; the contents are unspecified."""
     return _like(prototype, dtype, device, "empty_like()")
 
 
@@ -113,18 +116,21 @@ def _like(prototype, dtype, device, operation) -> Array:
 
 
 def zeros_like(prototype, dtype=None, *, device=None) -> Array:
+    """``empty_like(prototype, dtype, device=device)`` filled with zeros."""
     out = _like(prototype, dtype, device, "zeros_like()")
     out.fill(0)
     return out
 
 
 def ones_like(prototype, dtype=None, *, device=None) -> Array:
+    """``empty_like(prototype, dtype, device=device)`` filled with ones."""
     out = _like(prototype, dtype, device, "ones_like()")
     out.fill(1)
     return out
 
 
 def full_like(prototype, fill_value, dtype=None, *, device=None) -> Array:
+    """``empty_like(prototype, dtype, device=device)`` filled with ``fill_value``."""
     out = _like(prototype, dtype, device, "full_like()")
     out.fill(fill_value)
     return out
