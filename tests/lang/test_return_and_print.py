@@ -360,6 +360,37 @@ def k_returns_the_loop_variable_named_like_a_parameter(a, i) -> int:
     return i
 
 
+@tack.kernel
+def k_sums_into_a_copy(a) -> float:
+    s = 0.0
+    for i in range(len(a)):
+        s += a[i]
+    return s * 2.0
+
+
+@tack.kernel
+def k_max_into_a_parameter(a, m) -> float:
+    for i in range(len(a)):
+        if a[i] > m:
+            m = a[i]
+    return m
+
+
+@pytest.mark.parametrize("kernel, name, column", [(k_sums_into_a_copy, "s", 12),
+                                                   (k_max_into_a_parameter, "m", 12)])
+def test_a_return_of_a_name_the_loop_assigns_is_refused(kernel, name, column):
+    # the Numba prange reduction idiom: each iteration has its own copy, so the
+    # return read the value from before the loop (0.0) without a word
+    a = tack.ones(5)
+    args = (a,) if kernel is k_sums_into_a_copy else (a, 0.0)
+    with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(
+            f"Kernel '{kernel.name}': unsupported return of '{name}', which the parallel "
+            f"loop assigns: each iteration assigns its own copy, so the return would see "
+            f"the value from before the loop (to sum, count or find a maximum, use an "
+            f"atomic on an array, or tack.algorithms) at line 6, column {column}")):
+        kernel(*args)
+
+
 @pytest.mark.parametrize("kernel, name, line", [
     (k_returns_a_loop_local, "t", 6),
     (k_returns_the_loop_variable_named_like_a_parameter, "i", 5)])

@@ -84,6 +84,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         if self.debug:
             params = self.hidden_params(params)
         preamble, loop_node = self.split_body(tree)
+        if returned is not None:
+            _check_loop_copies(scope, tree, preamble, loop_node, returned)
         pre_ir = self.rebound_params(preamble, tree) + self.block(preamble)
         scope.check_outside_loop(pre_ir)
         loop = self.parallel_loop(loop_node, pre_ir)
@@ -444,6 +446,25 @@ def _check_returned_names(scope, kernel, pre_ir, body, value, node) -> None:
                     NameError, f"the returned value uses '{name}', which is bound "
                     f"only inside the parallel loop (a return can use parameters, "
                     f"arrays and names bound before the loop)", node)
+
+
+def _check_loop_copies(scope, tree, preamble, loop: ast.For, returned) -> None:
+    """Refuse a return that reads a name bound before the loop and assigned in
+    it: each iteration assigns its own copy, so the return would read the value
+    from before the loop (``s = 0.0`` then ``s += a[i]`` returned 0.0)."""
+    def stored(nodes):
+        return {n.id for node in nodes for n in ast.walk(node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    before = stored(preamble) | {a.arg for a in tree.args.args}
+    copied = (stored([loop]) - stored([loop.target])) & before   # the loop's own
+    # variables are new names (a NameError in _check_returned_names)
+    for n in ast.walk(returned.value):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in copied:
+            raise scope.unsupported(
+                f"return of '{n.id}', which the parallel loop assigns: each iteration "
+                f"assigns its own copy, so the return would see the value from before "
+                f"the loop (to sum, count or find a maximum, use an atomic on an array, "
+                f"or tack.algorithms)", n)
 
 
 def _split_result(tree: ast.FunctionDef):
