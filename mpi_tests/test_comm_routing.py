@@ -40,16 +40,27 @@ def reference(boxes, points, holds):
         dest = np.full(len(pts), -1, np.int64)
         for p, x in enumerate(pts):
             best, best_rank = -1, 0
-            for c in range(total):
-                lo, hi = np.array(boxes[c][0]), np.array(boxes[c][1])
-                s = SLACK * (hi - lo)
-                if np.all((x >= lo - s) & (x <= hi + s)):
-                    rank = 1 if holds is None else holds_rank(c, x)
-                    if rank > best_rank:
-                        best, best_rank = c, rank
+            for c in candidates(boxes, x):
+                rank = 1 if holds is None else holds_rank(c, x)
+                if rank > best_rank:
+                    best, best_rank = c, rank
             dest[p] = best
         out[g] = dest
     return out
+
+
+def candidates(boxes, x):
+    """The blocks whose box holds x; if none, those whose box grown by SLACK of
+    its finite extent does."""
+    def held(grow):
+        found = []
+        for c in range(len(boxes)):
+            lo, hi = np.array(boxes[c][0], float), np.array(boxes[c][1], float)
+            s = np.where(np.isfinite(hi - lo), grow * (hi - lo), 0.0)
+            if np.all((x >= lo - s) & (x <= hi + s)):
+                found.append(c)
+        return found
+    return held(0.0) or held(SLACK)
 
 
 def holds_rank(gid, x):

@@ -25,21 +25,82 @@ def test_destinations_send_and_reply(rng):
               1: np.zeros((0, 2)),
               2: np.array([[1.9, 0.1], [1.0 + 1e-7, 0.5], [0.7, 0.7], [-1e-9, 0.5]])}
     routing = tack.Routing(blocks, BOUNDS, {g: tack.array(p) for g, p in points.items()})
-    want = {0: [0, 0, 2, -1], 1: [], 2: [1, 0, 0, 0]}   # slack: 1e-7 and -1e-9 hold
+    # (1 + 1e-7, 0.5) is inside boxes 1 and 2; (-1e-9, 0.5) inside none, but
+    # inside box 0 grown by 1e-6 of its extent
+    want = {0: [0, 0, 2, -1], 1: [], 2: [1, 1, 0, 0]}
     for g in blocks.local:
         assert routing.destination[g].dtype == tack.i64
         np.testing.assert_array_equal(routing.destination[g].numpy(), want[g])
     ids = {g: tack.array(10 * g + np.arange(len(p), dtype=np.int64))
            for g, p in points.items()}
     got = routing.send({g: {"id": ids[g], "x": tack.array(points[g])} for g in ids})
-    np.testing.assert_array_equal(got[0]["id"].numpy(), [0, 1, 21, 22, 23])
-    np.testing.assert_array_equal(got[1]["id"].numpy(), [20])
+    np.testing.assert_array_equal(got[0]["id"].numpy(), [0, 1, 22, 23])
+    np.testing.assert_array_equal(got[1]["id"].numpy(), [20, 21])
     np.testing.assert_array_equal(got[2]["id"].numpy(), [2])
-    assert got[1]["x"].numpy().tobytes() == points[2][:1].tobytes()
+    assert got[1]["x"].numpy().tobytes() == points[2][:2].tobytes()
     back = routing.reply({g: {"twice": tack.array(got[g]["id"].numpy() * 2)} for g in got})
     np.testing.assert_array_equal(back[0]["twice"].numpy(), [0, 2, 4, 0])
     np.testing.assert_array_equal(back[2]["twice"].numpy(), [40, 42, 44, 46])
     assert back[1]["twice"].shape == (0,)
+
+
+@pytest.mark.parametrize("far", [np.inf, 1e300])
+def test_open_and_very_wide_outer_boxes_keep_their_faces(far):
+    # the slack grew such boxes past every face: every point went to block 0
+    blocks = tack.Blocks(["cpu"] * 2)
+    bounds = {0: ((-far,), (0.5,)), 1: ((0.5,), (far,))}
+    points = {0: np.array([[0.1], [0.9], [5.0], [-3.0], [0.5]]), 1: np.zeros((0, 1))}
+    routing = tack.Routing(blocks, bounds, {g: tack.array(p) for g, p in points.items()})
+    assert routing.destination[0].numpy().tolist() == [0, 1, 1, 0, 0]
+
+
+def test_slack_takes_only_points_no_box_holds():
+    # a point inside block 1 near block 0's face stays with block 1; one just
+    # past the outer faces of a grid of a thousand blocks finds its block
+    blocks = tack.Blocks(["cpu"] * 1000)
+    bounds = {g: ((g % 40, g // 40), (g % 40 + 1, g // 40 + 1)) for g in range(1000)}
+    points = {g: np.zeros((0, 2)) for g in range(1000)}
+    points[0] = np.array([[1.0 + 1e-7, 0.5], [-1e-7, 0.5], [40 + 1e-6, 24.5],
+                          [39.5, 25 + 1e-5], [7.5, 7.5], [7.0, 7.0], [np.nan, 0.5]])
+    routing = tack.Routing(blocks, bounds, {g: tack.array(p) for g, p in points.items()})
+    assert routing.destination[0].numpy().tolist() == [1, 0, 999, -1, 7 * 40 + 7,
+                                                        6 * 40 + 6, -1]   # a corner: the lowest
+
+
+def brute_force(bounds, x):
+    """The lowest block whose box holds x, else the lowest whose box grown by
+    1e-6 of its finite extent does, else -1 (docs/communication.md)."""
+    for grow in (0.0, 1e-6):
+        for g in sorted(bounds):
+            lo, hi = (np.array(v, float) for v in bounds[g])
+            with np.errstate(invalid="ignore"):   # 0 * inf
+                s = np.where(np.isfinite(hi - lo), grow * (hi - lo), 0.0)
+            if np.all((x >= lo - s) & (x <= hi + s)):
+                return g
+    return -1
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_destinations_match_brute_force_on_random_boxes(rng, dims):
+    for _ in range(4):
+        count = int(rng.integers(1, 40))
+        corner = rng.integers(-5, 5, (count, dims)).astype(float)
+        size = rng.choice([0.0, 0.5, 1.0, 3.0, 1e6], (count, dims))
+        lo, hi = corner, corner + size
+        lo[rng.random((count, dims)) < 0.1] = -np.inf
+        hi[rng.random((count, dims)) < 0.1] = np.inf
+        bounds = {g: (tuple(lo[g]), tuple(hi[g])) for g in range(count)}
+        faces = np.concatenate([lo, hi])
+        faces = faces[np.isfinite(faces).all(axis=1)]
+        x = np.concatenate([rng.uniform(-8, 8, (60, dims)), faces,
+                            faces + rng.choice([-1e-7, 1e-7, 1e-5], faces.shape),
+                            np.full((1, dims), np.nan)])
+        blocks = tack.Blocks(["cpu"] * count)
+        points = {g: np.zeros((0, dims)) for g in range(count)}
+        points[count - 1] = x
+        routing = tack.Routing(blocks, bounds, {g: tack.array(p) for g, p in points.items()})
+        want = [brute_force(bounds, p) for p in x]
+        assert routing.destination[count - 1].numpy().tolist() == want
 
 
 def test_holds_decides(rng):

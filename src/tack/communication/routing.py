@@ -1,9 +1,9 @@
 """``Routing``: where points go among boxes, and moving per-point data there and back.
 
-A point is a candidate for every block whose box holds it, each box grown by
-a relative slack of 1e-6 of its extent per dimension (closed boxes: points on
-faces are candidates for both sides). Without ``holds`` the lowest candidate
-block wins. With ``holds(gid, points) -> ranks`` the coordinates (as f64) are
+A point is a candidate for every block whose closed box holds it (points on
+faces are candidates for both sides); a point no box holds, for the blocks
+whose box grown by 1e-6 of its finite extent holds it (``candidates.py``).
+Without ``holds`` the lowest candidate block wins. With ``holds(gid, points) -> ranks`` the coordinates (as f64) are
 sent to every candidate block's rank, which answers a rank per point; the
 highest rank wins, the lowest block id on a tie, and a point whose every
 answer is 0 (or that no box holds) goes nowhere (-1).
@@ -21,14 +21,13 @@ import numpy as np
 from .. import types as T
 from ..runtime.creation import array as _to_device
 from . import transport
+from .candidates import BoxIndex, best_answer, lowest, per_block
 from .collectives import box
 from .errors import (fault, require_array, require_every_local, require_on_device,
                      row_layout)
 from .exchange import exchange
 
 CALL, SEND, REPLY = "Routing()", "Routing.send()", "Routing.reply()"
-SLACK = 1e-6
-CHUNK = 1 << 15
 
 
 class Routing:
@@ -52,10 +51,11 @@ class Routing:
         world.agree(CALL, error, [(dims, ValueError, f"{CALL}: the number of dimensions"),
                                   (holds is None, ValueError,
                                    f"{CALL}: whether holds is given")])
-        everything = [b for part in world.allgather(boxes) for b in part]
-        self._candidates = {g: _candidates(coords[g], everything) for g in blocks.local}
+        index = BoxIndex([b for part in world.allgather(boxes) for b in part])
+        self._candidates = {g: index.candidates(coords[g]) for g in blocks.local}
         if holds is None:
-            chosen = {g: _lowest(c) for g, c in self._candidates.items()}
+            chosen = {g: lowest(len(coords[g]), *self._candidates[g])
+                      for g in blocks.local}
         else:
             chosen = self._ask(coords, holds)
         self._destination = chosen
@@ -72,24 +72,23 @@ class Routing:
 
     def _ask(self, coords: dict, holds) -> dict:
         blocks = self.blocks
-        questions = {}
+        questions, pairs = {}, {}
         for g in blocks.local:
-            mask = self._candidates[g]
-            questions[g] = {int(c): {"x": _to_device(coords[g][np.nonzero(mask[:, c])[0]],
-                                                     device=blocks.device(g))}
-                            for c in np.nonzero(mask.any(axis=0))[0]}
+            points, _ = self._candidates[g]
+            pairs[g] = per_block(*self._candidates[g])
+            questions[g] = {c: {"x": _to_device(coords[g][points[k]],
+                                                device=blocks.device(g))}
+                            for c, k in pairs[g].items()}
         asked = exchange(blocks, questions, CALL)
         replies, error = fault(_answer, blocks, asked, holds)
         answered = exchange(blocks, replies or {}, CALL, error)
         chosen = {}
         for g in blocks.local:
-            mask = self._candidates[g]
-            ranks = np.zeros(mask.shape, np.int64)
+            points, candidates = self._candidates[g]
+            ranks = np.zeros(len(points), np.int64)
             for c, message in answered[g].items():
-                ranks[np.nonzero(mask[:, c])[0], c] = message["rank"].numpy()
-            best = ranks.argmax(axis=1) if ranks.size else np.zeros(0, np.int64)
-            top = ranks.max(axis=1) if ranks.size else np.zeros(0, np.int64)
-            chosen[g] = np.where(top > 0, best, -1)
+                ranks[pairs[g][c]] = message["rank"].numpy()
+            chosen[g] = best_answer(len(coords[g]), points, candidates, ranks)
         return chosen
 
     # -- moving data --------------------------------------------------------------------
@@ -197,27 +196,6 @@ def _check(blocks, bounds, points, holds) -> tuple:
         raise ValueError(f"{CALL}: the boxes of this rank's blocks have different "
                          f"numbers of dimensions")
     return boxes, coords
-
-
-def _candidates(coords: np.ndarray, boxes: list) -> np.ndarray:
-    """``(n, blocks)`` booleans: which grown boxes hold which points."""
-    if not boxes:
-        return np.zeros((len(coords), 0), bool)
-    lo = np.array([b[1] for b in boxes])
-    hi = np.array([b[2] for b in boxes])
-    slack = SLACK * (hi - lo)
-    lo, hi = lo - slack, hi + slack
-    out = np.empty((len(coords), len(boxes)), bool)
-    for start in range(0, len(coords), CHUNK):
-        x = coords[start:start + CHUNK, None, :]
-        out[start:start + CHUNK] = np.all((x >= lo) & (x <= hi), axis=2)
-    return out
-
-
-def _lowest(mask: np.ndarray) -> np.ndarray:
-    if not mask.shape[1]:
-        return np.full(len(mask), -1, np.int64)
-    return np.where(mask.any(axis=1), mask.argmax(axis=1), -1)
 
 
 def _routes(chosen: np.ndarray) -> dict:
