@@ -1,7 +1,7 @@
 """2-D heat diffusion on a grid of blocks, ghost layers kept up to date by a Plan.
 
-    python examples/heat2d.py                 # one process, every block
-    mpiexec -n 4 python examples/heat2d.py    # the same blocks over 4 ranks
+    python examples/heat2d.py                           # one process, every block
+    mpiexec -n 4 python -m mpi4py examples/heat2d.py    # the same blocks, 4 ranks
 
 The domain is BX x BY blocks of NX x NY cells (the same blocks whatever the
 number of ranks), zero temperature outside. Every step runs the plan (each

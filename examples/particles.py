@@ -1,7 +1,7 @@
 """Particles advected through a periodic box of blocks, migrated with Routing.
 
-    python examples/particles.py                 # one process, every block
-    mpiexec -n 4 python examples/particles.py    # the same blocks over 4 ranks
+    python examples/particles.py                           # one process, every block
+    mpiexec -n 4 python -m mpi4py examples/particles.py    # the same blocks, 4 ranks
 
 The unit square is cut into BX x BY boxes, one block each. Every step a Tack
 kernel moves each block's particles in a swirling flow (wrapping around the

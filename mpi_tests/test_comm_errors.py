@@ -57,13 +57,13 @@ def test_missing_entry(comm, rng):
     missing = blocks.local.stop - 1
     if bad:
         del values[missing]
-    message = f"Blocks.exclusive_scan(): the values has no entry for block {blocks.count - 1}"
+    message = f"Blocks.exclusive_scan(): no entry in the values for block {blocks.count - 1}"
     everywhere(comm, blocks, ValueError, message, blocks.exclusive_scan, values)
     bounds = {g: ((g, 0), (g + 1, 1)) for g in blocks.local}
     points = {g: tack.zeros((3, 2), tack.f64) for g in blocks.local}
     if bad:
         del points[missing]
-    everywhere(comm, blocks, ValueError, f"Routing(): the points has no entry for block "
+    everywhere(comm, blocks, ValueError, f"Routing(): no entry in the points for block "
                f"{blocks.count - 1}", tack.Routing, blocks, bounds, points)
     world.free()
 

@@ -142,7 +142,7 @@ def test_link_by_bounds():
             "(2.0, 1.0)")):
         blocks.link_by_bounds({**bounds, 1: ((3, 0), (2, 1))})
     with pytest.raises(ValueError, match=re.escape(
-            "Blocks.link_by_bounds(): the bounds has no entry for block 3 of this rank")):
+            "Blocks.link_by_bounds(): no entry in the bounds for block 3 of this rank")):
         blocks.link_by_bounds({g: bounds[g] for g in range(3)})
 
 
@@ -152,7 +152,7 @@ def test_collective_errors():
             "Blocks.all_reduce() takes op 'sum', 'min' or 'max', not 'prod'")):
         blocks.all_reduce({0: 1.0, 1: 2.0}, "prod")
     with pytest.raises(ValueError, match=re.escape(
-            "Blocks.all_reduce(): the values has no entry for block 1 of this rank; "
+            "Blocks.all_reduce(): no entry in the values for block 1 of this rank; "
             "every block of the rank needs one")):
         blocks.all_reduce({0: 1.0})
     with pytest.raises(ValueError, match=re.escape(

@@ -107,7 +107,7 @@ def test_run_errors():
             "element 3")):
         plan.run({0: tack.zeros(3), 1: tack.zeros(4)})
     with pytest.raises(ValueError, match=re.escape(
-            "Plan.run(): the values has no entry for block 1 of this rank")):
+            "Plan.run(): no entry in the values for block 1 of this rank")):
         plan.run({0: tack.zeros(4)})
     with pytest.raises(TypeError, match=re.escape(
             "Plan.run(): the values of block 1 must be a tack.Array, not ndarray")):

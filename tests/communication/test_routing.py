@@ -156,5 +156,5 @@ def test_errors():
         routing.send({0: {"v": tack.zeros(2)}, 1: {"w": tack.zeros(2)},
                       2: {"v": tack.zeros(2)}})
     with pytest.raises(ValueError, match=re.escape(
-            "Routing.reply(): the payloads has no entry for block 2 of this rank")):
+            "Routing.reply(): no entry in the payloads for block 2 of this rank")):
         routing.reply({0: {}, 1: {}})

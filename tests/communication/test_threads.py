@@ -110,7 +110,7 @@ def test_an_error_on_one_rank_raises_on_every_rank():
     results = run_ranks(SIZE, on_rank)
     assert all(r == results[0] for r in results), results
     missing, order, after = results[0]
-    assert missing == ("Blocks.all_reduce(): the values has no entry for block 5 of this "
+    assert missing == ("Blocks.all_reduce(): no entry in the values for block 5 of this "
                        "rank; every block of the rank needs one")
     assert order.startswith("collective calls differ between ranks: rank 0 is in "
                             "Blocks.all_gather() (call 3); rank 1 is in "

@@ -126,7 +126,9 @@ def test_a_call_returns_none_or_the_annotated_return_value(rng):
 
 @pytest.mark.parametrize("value,name", [
     ("1", "str"), (None, "NoneType"), ([1], "list"), ((1,), "tuple"), (1 + 2j, "complex"),
-    (np.zeros(3), "numpy.ndarray"), (np.bool_(True), "numpy.bool"),
+    (np.zeros(3), "numpy.ndarray; make it a tack.Array first: tack.asarray(a) (a copy on "
+                  "the default device), or tack.from_dlpack(a) (no copy on the CPU)"),
+    (np.bool_(True), "numpy.bool"),
     (np.complex64(1), "numpy.complex64"), (tack.f32, "tack.types.ScalarType"), ({}, "dict"),
     (object(), "object"),
 ])

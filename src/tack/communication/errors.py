@@ -116,7 +116,7 @@ def require_every_local(blocks, call: str, what: str, mapping: dict) -> None:
         require_gid(blocks, call, gid)
     missing = [g for g in blocks.local if g not in mapping]
     if missing:
-        raise ValueError(f"{call}: {what} has no entry for block "
+        raise ValueError(f"{call}: no entry in {what} for block "
                          f"{', '.join(map(str, missing))} of this rank; every block "
                          f"of the rank needs one")
 

@@ -38,7 +38,8 @@ class Routing:
         bounds: ``{gid: (lo, hi)}`` for every block of this rank.
         points: ``{gid: Array of shape (n, d)}`` for every block of this rank.
         holds: optional ``holds(gid, points) -> ranks``, called on the rank of
-            block ``gid`` with an ``(m, d)`` f64 array of the points its box holds;
+            block ``gid`` with an ``(m, d)`` f64 ``tack.Array`` (on the block's
+            device) of the points its box holds;
             it returns ``m`` non-negative integers (0: the block does not hold it).
     """
 

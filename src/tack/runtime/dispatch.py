@@ -122,8 +122,13 @@ def classify(kernel_name: str, params, args) -> tuple:
             continue
         kind = _scalar_kind(a)
         if kind is None:
+            hint = ("; make it a tack.Array first: tack.asarray(a) (a copy on the "
+                    "default device), or tack.from_dlpack(a) (no copy on the CPU)"
+                    if not isinstance(a, np.generic) and (
+                        hasattr(a, "__array_interface__") or hasattr(a, "__dlpack__"))
+                    else "")
             raise TypeError(f"Kernel '{kernel_name}': Unsupported argument type for "
-                            f"parameter '{param.name}': {_type_name(a)}")
+                            f"parameter '{param.name}': {_type_name(a)}{hint}")
         specs.append(kind)
     floats = default_float([s for s in specs if isinstance(s, ArgSpec)])
     return tuple(s if isinstance(s, ArgSpec) else
