@@ -123,13 +123,24 @@ def test_holds_decides(rng):
     np.testing.assert_array_equal(nobody.destination[0].numpy(), [-1, -1, -1])
 
 
+def test_vector_points_route_as_their_components():
+    blocks = tack.Blocks(["cpu"] * 3)
+    xy = np.array([[0.2, 0.2], [1.5, 0.25], [7.0, 7.0]], np.float32)
+    points = {0: tack.array(xy, dtype=tack.vec2()), 1: tack.zeros(0, tack.vec2()),
+              2: tack.zeros(0, tack.vec2())}
+    routing = tack.Routing(blocks, BOUNDS, points)
+    assert routing.destination[0].numpy().tolist() == [0, 1, -1]
+
+
 def test_errors():
     blocks = tack.Blocks(["cpu"] * 3)
     points = {g: tack.zeros((2, 2), tack.f64) for g in range(3)}
     with pytest.raises(ValueError, match=re.escape(
-            "Routing(): the points of block 1 have shape (2,); they must be (n, 2), the "
-            "boxes' dimensions")):
+            "Routing(): the points of block 1 have shape (2,); they must be (n, 2) (or n "
+            "vectors of 2), the boxes' dimensions")):
         tack.Routing(blocks, BOUNDS, {**points, 1: tack.zeros(2, tack.f64)})
+    with pytest.raises(ValueError, match=re.escape("have shape (4,); they must be (n, 2)")):
+        tack.Routing(blocks, BOUNDS, {**points, 1: tack.zeros(4, tack.vec3())})
     with pytest.raises(TypeError, match=re.escape(
             "Routing(): holds must be callable, not int")):
         tack.Routing(blocks, BOUNDS, points, 3)

@@ -188,10 +188,12 @@ def _check(blocks, bounds, points, holds) -> tuple:
     for g, lo, _ in boxes:
         p = require_array(CALL, f"the points of block {g}", points[g])
         require_on_device(blocks, CALL, f"the points of block {g}", g, p)
-        if p.ndim != 2 or p.shape[1] != len(lo):
+        host = p.numpy()   # a vector array's: (n, components)
+        if host.ndim != 2 or host.shape[1] != len(lo):
             raise ValueError(f"{CALL}: the points of block {g} have shape {p.shape}; "
-                             f"they must be (n, {len(lo)}), the boxes' dimensions")
-        coords[g] = p.numpy().astype(np.float64)
+                             f"they must be (n, {len(lo)}) (or n vectors of "
+                             f"{len(lo)}), the boxes' dimensions")
+        coords[g] = host.astype(np.float64)
     dims = {len(lo) for _, lo, _ in boxes}
     if len(dims) > 1:
         raise ValueError(f"{CALL}: the boxes of this rank's blocks have different "
