@@ -146,9 +146,15 @@ class _Unusable(Exception):
         self.attr = attr
 
 
+_ARRAY = []   # tack.Array, once imported (runtime imports this module first)
+
+
 def _classify(obj, attrs, param: str, owner: str) -> tuple:
     # Every call runs this: messages are built only when they are raised.
-    from ..runtime.array import Array
+    if not _ARRAY:
+        from ..runtime.array import Array
+        _ARRAY.append(Array)
+    Array = _ARRAY[0]
     cls = type(obj)
     own = vars(obj) if hasattr(obj, "__dict__") else {}
     on_class_dict = vars(cls)

@@ -41,6 +41,11 @@ def _scalar_kind(value):
     return None
 
 
+# what _scalar_kind answers for these, without its calls: every warm call
+# with a Python int or a NumPy float scalar argument asks
+_NP_FLOATS = frozenset({np.float16, np.float32, np.float64, np.longdouble})
+
+
 def signature(args, shape_params) -> tuple:
     """What selects a Bound: array types, baked shapes, scalar kinds."""
     return signature_function(len(args), shape_params)(args)
@@ -69,7 +74,9 @@ def signature_function(n_args: int, shape_params: frozenset):
         extents = "".join(f"a{k}._shape[{d}:{d + 1}], " for d in dims)
         array = f"(a{k}._sig, {extents})" if dims else f"a{k}._sig"
         entries.append(f"{array} if (t := type(a{k})) is Array else "
-                       f"float if t is float else scalar(a{k}, {dims})")
+                       f"float if t is float or t in NP_FLOATS else "
+                       f"I32 if t is int and -2147483648 <= a{k} <= 2147483647 else "
+                       f"scalar(a{k}, {dims})")
     names = "".join(f"a{k}, " for k in range(n_args))
     lines = ["def key(args):",
              f"    if len(args) != {n_args}:",
@@ -77,7 +84,8 @@ def signature_function(n_args: int, shape_params: frozenset):
     if n_args:
         lines.append(f"    {names}= args")
     lines.append("    return (" + "".join(f"\n        {e}," for e in entries) + ")")
-    scope = {"Array": Array, "scalar": _scalar_entry}
+    scope = {"Array": Array, "scalar": _scalar_entry, "I32": T.i32,
+             "NP_FLOATS": _NP_FLOATS}
     exec(compile("\n".join(lines) + "\n", "<tack signature>", "exec"), scope)
     return scope["key"]
 

@@ -18,7 +18,7 @@ import weakref
 
 from ..lang import device_class
 from .array import Array
-from .dispatch import signature
+from .dispatch import signature_function
 from .runners import Runners
 
 
@@ -26,7 +26,7 @@ class Expanding:
     """The runner recorded for a signature that has device-class arguments."""
 
     __slots__ = ("kernel", "default", "debug", "positions", "names", "table",
-                 "shape_params", "display", "lock", "devices")
+                 "shape_params", "display", "lock", "devices", "owner", "keys")
 
     def __init__(self, kernel, args, default, debug: bool):
         self.kernel = kernel
@@ -43,12 +43,23 @@ class Expanding:
                              if k not in self.positions and isinstance(a, Array))
         self.table = Runners()     # bounded in devices made with options
         self.shape_params = frozenset()
+        self.keys = {}   # flat argument count -> its signature function
+        self.owner = f"Kernel '{kernel.name}'"   # messages name it
         self.display: dict = {}     # expansion key -> {synthetic name: "obj.attr"}
         self.lock = threading.Lock()  # table updates
 
+    def signature(self, flat):
+        """The flat arguments' signature, by a function made once per count
+        (``dispatch.signature_function``) and dropped when the shapes baked in
+        change."""
+        key = self.keys.get(len(flat))
+        if key is None:
+            key = self.keys[len(flat)] = signature_function(len(flat), self.shape_params)
+        return key(flat)
+
     def run(self, args):
         flat, key = self.expand(args)
-        runner = self.table.get((key, signature(flat, self.shape_params)))
+        runner = self.table.get((key, self.signature(flat)))
         try:
             if runner is None:
                 runner = self.bind(args, flat, key)
@@ -66,8 +77,8 @@ class Expanding:
             obj = args[k]
             cls = type(obj)
             values, _, where = references_of(self.kernel, cls, self.names[k])
-            classified = device_class.classify(obj, values, self.names[k],
-                                               f"Kernel '{self.kernel.name}'", where)
+            classified = device_class.classify(obj, values, self.names[k], self.owner,
+                                               where)
             for group in ("array", "scalar"):
                 flat.extend(getattr(obj, attr) for attr, kind, _ in classified
                             if kind == group)
@@ -81,8 +92,9 @@ class Expanding:
         with self.lock:
             if not template.shape_params <= self.shape_params:
                 self.shape_params = self.shape_params | template.shape_params
+                self.keys = {}
                 self.table.clear()
-            self.table.put((key, signature(flat, self.shape_params)), runner)
+            self.table.put((key, self.signature(flat)), runner)
         return runner
 
 
