@@ -21,6 +21,8 @@ import numpy as np
 
 from .. import types as T
 from .buffers import ExternalBuffer
+from .device import device as _resolve_device
+from .device import get_default_device
 
 
 class Array:
@@ -260,14 +262,11 @@ class Array:
             exact = np.empty((), self._scalar.numpy)
             exact.fill(value)
         if self.nbytes >= FILL_KERNEL_BYTES:
-            from .host_kernels import fill_pattern, fill_value
-            with self._device:  # host operations run on the array's device
-                if exact.ndim == 0:
-                    fill_value(self._scalars(), exact[()])
-                else:
-                    from .creation import array
-                    pattern = array(exact.reshape(-1), device=self._device)
-                    fill_pattern(self._scalars(), pattern)
+            if exact.ndim == 0:
+                on_device(self._device, _late.fill_value, self._scalars(), exact[()])
+            else:
+                pattern = _late.array(exact.reshape(-1), device=self._device)
+                on_device(self._device, _late.fill_pattern, self._scalars(), pattern)
         elif hasattr(self._buffer, "host_view"):
             self._view()[...] = exact
         else:
@@ -322,22 +321,17 @@ class Array:
         (float to int saturates, NaN becomes 0). A scalar dtype keeps a vector
         or matrix array's element dimensions (``vec3(f32)`` to ``vec3(f64)``);
         a vector or matrix dtype must have this array's element shape."""
-        from .creation import empty
-        from .host_kernels import copy_convert
         target = converted_type(self._dtype, dtype, "astype()")
-        out = empty(self._shape, target, device=self._device)
-        with self._device:
-            copy_convert(self._scalars(), out._scalars())
+        out = _late.empty(self._shape, target, device=self._device)
+        on_device(self._device, _late.copy_convert, self._scalars(), out._scalars())
         return out
 
     def to_device(self, device) -> "Array":
         """This array if ``device`` can address its memory, else a copy."""
-        from .creation import array
-        from .device import device as resolve
-        target = resolve(device)
+        target = _resolve_device(device)
         if target.backend.memory_domain == self._device.backend.memory_domain:
             return self
-        return array(self.numpy(), self._dtype, device=target)
+        return _late.array(self.numpy(), self._dtype, device=target)
 
     def export_memory(self):
         """An ExportedMemory handle (a POSIX file descriptor) that another API or
@@ -524,3 +518,29 @@ def shares_memory(a: Array, b: Array) -> bool:
     if a._buffer is not b._buffer and not (a._buffer.address and b._buffer.address):
         return False
     return a._lo < b._hi and b._lo < a._hi
+
+
+def on_device(device, launch, *args):
+    """``launch(*args)`` of a host kernel on ``device``: host operations run on
+    their array's device (a ``with`` block only when it is not the default)."""
+    if get_default_device() is device:
+        return launch(*args)
+    with device:
+        return launch(*args)
+
+
+class _Late:
+    """Names of the modules that import this one (array creation, the host
+    kernels), bound at their first use: an import in a method would run the
+    import machinery on every call."""
+
+    def __getattr__(self, name):
+        from . import creation, host_kernels
+        for module in (creation, host_kernels):
+            if hasattr(module, name):
+                setattr(self, name, getattr(module, name))
+                return getattr(module, name)
+        raise AttributeError(name)
+
+
+_late = _Late()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
-from .array import Array, converted_type, shares_memory
+from .array import Array, converted_type, on_device, shares_memory
 from .creation import _resolve_device, element_dims, empty
+from .host_kernels import copy_convert, copy_into
 
 
 def _two_devices(operation: str, a: Array, b: Array) -> ValueError:
@@ -38,12 +39,10 @@ def copyto(a, src) -> None:
             raise ValueError(f"copyto() into an array whose values have shape "
                              f"{a.storage_shape}: cannot broadcast shape "
                              f"{src.storage_shape}")
-        from .host_kernels import copy_convert
         if shares_memory(a, src) and not (a._lo == src._lo and
                                           a._scalar.itemsize == src._scalar.itemsize):
             src = src.copy()   # partly overlapping: a would change src unread
-        with a.device:  # host operations run on the array's device
-            copy_convert(src._scalars(), a._scalars())
+        on_device(a.device, copy_convert, src._scalars(), a._scalars())
         return
     values = np.asarray(src, dtype=a.scalar_dtype.numpy)
     storage = a.storage_shape
@@ -71,7 +70,6 @@ def concat(arrays) -> Array:
                             f"and {a.dtype})")
         if not _same_domain(first, a):
             raise _two_devices("concat()", first, a)
-    from .host_kernels import copy_into
     out = empty(sum(a.size for a in arrays), first.dtype, device=first.device)
     flat, offset = out._scalars(), 0
     with first.device:
