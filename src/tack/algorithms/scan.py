@@ -43,14 +43,17 @@ def chunk_scan(x, out, offsets, chunk, inclusive, zero, empty_sum, n):
         lo = c * chunk
         hi = min(lo + chunk, n)
         running = offsets[c] if c > 0 else zero   # one chunk needs no offsets
-        for i in range(lo, hi):
-            v = x[i]
-            if inclusive:
-                running += v
+        if inclusive:
+            for i in range(lo, hi):
+                running += x[i]
                 out[i] = running
-            else:
-                out[i] = running if i > 0 else empty_sum
+        else:   # no test per element: the first element is set after the loop
+            for i in range(lo, hi):
+                v = x[i]
+                out[i] = running
                 running += v
+            if c == 0:
+                out[0] = empty_sum
 
 
 def _scan(name: str, values, out, inclusive: int):
