@@ -142,6 +142,20 @@ def test_histogram():
         A.histogram(tack.zeros(3), 4)
 
 
+@pytest.mark.parametrize("n, bins", [(70_000, 8192), (40_000, 8192), (300_001, 17),
+                                     (1, 3), (65_537, 4096)])
+def test_histogram_rows_and_atomics_agree_with_bincount(n, bins):
+    # every way of counting: rows per chunk, rows past 4,096 bins when there
+    # are enough keys (the CPU), one atomic per key; out is added to
+    rng = np.random.default_rng(SEED + n)
+    keys = rng.integers(-2, bins + 2, n).astype(np.int32)
+    out = tack.full(bins, 5, tack.i64)
+    A.histogram(tack.array(keys), bins, out=out)
+    inside = keys[(keys >= 0) & (keys < bins)]
+    np.testing.assert_array_equal(out.numpy(), np.bincount(inside, minlength=bins) + 5,
+                                  err_msg=f"{SEED}")
+
+
 def test_histogram_u64_keys_past_2_63_are_outside_every_bin():
     # Regression: compared with the i64 length as negative i64s, such keys were
     # counted far out of bounds (wrong counts, then a crash).
