@@ -222,7 +222,7 @@ class Kernel:
             fast = self._plain
             runner = fast.table.get(fast.key(args))
             if runner is None or runner.default is not warm.device:
-                return self._call(args)
+                return self._call(args, runner)
             return runner.run(args)
         except UnsupportedSyntaxError:
             raise
@@ -231,14 +231,16 @@ class Kernel:
         except RuntimeError as exc:
             raise self._failed(exc, args) from exc
 
-    def _call(self, args):
+    def _call(self, args, runner):
         """A call the warm path left (see ``device.WarmDefault``): a new
-        signature, a `with device:` block open somewhere, or debug mode."""
+        signature, a `with device:` block open somewhere, or debug mode.
+        ``runner`` is what the warm path found for the signature (or None)."""
         if _debug.state.enabled and self.checked:
             return self._debug_call(args)
         default = get_default_device()
-        fast = self._plain
-        runner = fast.table.get(fast.key(args))
+        if runner is None:   # another thread may have bound it since
+            fast = self._plain
+            runner = fast.table.get(fast.key(args))
         if runner is None or runner.default is not default:
             runner = self._resolve(args, default)
         return runner.run(args)
