@@ -279,6 +279,33 @@ def test_errors_are_value_errors_before_anything_runs(kernel, message, rng):
     np.testing.assert_array_equal(f.numpy(), np.full(5, 7.0, np.float32))
 
 
+@tack.kernel
+def e_set_scalar(spring, x, f):
+    for i in range(len(x)):
+        spring.rest = 100.0
+        f[i] = spring.force(x[i], i)
+
+
+@tack.kernel
+def e_add_constant(spring, x, f):
+    for i in range(len(x)):
+        spring.k += 1.0
+        f[i] = spring.force(x[i], i)
+
+
+@pytest.mark.parametrize("kernel, attr", [(e_set_scalar, "rest"), (e_add_constant, "k")])
+def test_assigning_an_attribute_is_refused(kernel, attr, rng):
+    # the instance's number became a private copy without a word; the class's
+    # constant gave "unsupported assignment to Constant"
+    f = tack.full(5, 7.0)
+    with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(
+            f"Kernel '{kernel.name}': unsupported assignment to 'spring.{attr}': a kernel "
+            f"reads a device-class object's attributes, it does not set them (store into "
+            f"an array attribute's elements, spring.a[i] = ...) at line 4, column 9")):
+        kernel(Spring(0.5, tack.array(rng.floats(5))), tack.array(rng.floats(5)), f)
+    np.testing.assert_array_equal(f.numpy(), np.full(5, 7.0, np.float32))
+
+
 def test_an_attribute_that_becomes_unusable_is_an_error_at_that_call(rng):
     n = 5
     x = rng.floats(n)

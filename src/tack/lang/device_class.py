@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import UnsupportedSyntaxError
 from .dependencies import reachable_functions, source_key
 from .func import Func
 from .names import names_in
@@ -86,6 +87,11 @@ def references(cls, tree: ast.FunctionDef, name: str, where) -> tuple:
                         f"uses only its attributes and methods ({obj}.x, {obj}.m(...))",
                         bare, ValueError)
         for attr, is_call, at in _attribute_uses(node, obj):
+            if isinstance(at.ctx, ast.Store):   # also the target of +=
+                raise where(f"unsupported assignment to '{obj}.{attr}': a kernel reads "
+                            f"a device-class object's attributes, it does not set "
+                            f"them (store into an array attribute's elements, "
+                            f"{obj}.a[i] = ...)", at, UnsupportedSyntaxError)
             if is_call:
                 if attr not in methods:
                     raise where(f"'{obj}.{attr}()' is not a @tack.func method of "
