@@ -42,12 +42,16 @@ shared_like = _device_only("shared_like", "array, n", "tack.shared(n, ...) with 
                            "dtype of ``array``.")
 local_array_like = _device_only("local_array_like", "array, n", "tack.local_array(n, "
                                 "...) with the dtype of ``array``.")
-block_sum = _device_only("block_sum", "value", "the sum of value (as f32) over the "
-                         "workgroup's 256 lanes, in a fixed order (GPU backends).")
-block_min = _device_only("block_min", "value", "the minimum of value (as f32) over the "
-                         "workgroup's 256 lanes (GPU backends).")
-block_max = _device_only("block_max", "value", "the maximum of value (as f32) over the "
-                         "workgroup's 256 lanes (GPU backends).")
+
+
+def _block(op: str, what: str):
+    return _device_only(f"block_{op}", "value", f"the {what} of value (as f32) over "
+                        f"the workgroup's 256 lanes, to every lane (GPU backends).")
+
+
+block_sum = _block("sum", "sum, in a fixed order,")
+block_min = _block("min", "minimum")
+block_max = _block("max", "maximum")
 
 
 def ndindex(*extents):
