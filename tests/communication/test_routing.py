@@ -123,6 +123,22 @@ def test_holds_decides(rng):
     np.testing.assert_array_equal(nobody.destination[0].numpy(), [-1, -1, -1])
 
 
+def test_identical_boxes_and_a_world_without_blocks():
+    # every point meets every box (the test against all boxes at once); no blocks
+    blocks = tack.Blocks(["cpu"] * 6)
+    bounds = {g: ((0.0, 0.0), (1.0, 1.0)) for g in range(6)}
+    x = np.array([[0.5, 0.5], [1.0 + 1e-7, 0.5], [2.0, 0.5], [0.0, 1.0]])
+    points = {g: np.zeros((0, 2)) for g in range(6)}
+    points[3] = x
+    plain = tack.Routing(blocks, bounds, {g: tack.array(p) for g, p in points.items()})
+    assert plain.destination[3].numpy().tolist() == [0, 0, -1, 0]
+    asked = tack.Routing(blocks, bounds, {g: tack.array(p) for g, p in points.items()},
+                         lambda g, pts: np.full(len(pts), 1 + g % 4, np.int64))
+    assert asked.destination[3].numpy().tolist() == [3, 3, -1, 3]   # 1 + 3 % 4 = 4
+    nothing = tack.Routing(tack.Blocks([]), {}, {})
+    assert nothing.destination == {}
+
+
 def test_vector_points_route_as_their_components():
     blocks = tack.Blocks(["cpu"] * 3)
     xy = np.array([[0.2, 0.2], [1.5, 0.25], [7.0, 7.0]], np.float32)

@@ -18,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 SLACK = 1e-6
-CHUNK = 1 << 15      # points tested at a time (bounds the pairs held at once)
+PAIRS = 1 << 19      # (point, box) pairs tested at a time: about 50 MB at most
+DENSE = 4            # a chunk whose points meet more than 1/DENSE of the boxes
+                     # tests them against every box at once (broadcasting)
 
 
 class BoxIndex:
@@ -29,24 +31,31 @@ class BoxIndex:
     CELLS = 8
 
     def __init__(self, boxes: list):
-        self.lo = np.array([b[1] for b in boxes], np.float64).reshape(len(boxes), -1)
-        self.hi = np.array([b[2] for b in boxes], np.float64).reshape(len(boxes), -1)
-        extent = self.hi - self.lo
-        slack = np.where(np.isfinite(extent), SLACK * extent, 0.0)
-        self.grown_lo, self.grown_hi = self.lo - slack, self.hi + slack
+        dims = len(boxes[0][1]) if boxes else 1
+        self.lo = np.array([b[1] for b in boxes], np.float64).reshape(len(boxes), dims)
+        self.hi = np.array([b[2] for b in boxes], np.float64).reshape(len(boxes), dims)
+        with np.errstate(all="ignore"):   # infinite faces: inf - inf is not an extent
+            extent = self.hi - self.lo
+            slack = np.where(np.isfinite(extent), SLACK * extent, 0.0)
+            self.grown_lo, self.grown_hi = self.lo - slack, self.hi + slack
+            self._grid(extent)
+        self._cells_of_boxes()
+
+    def _grid(self, extent: np.ndarray) -> None:
+        """The grid's origin, cell counts and cell widths, from the finite faces
+        and extents only (infinite faces fall in the outer cells)."""
         ends = np.concatenate([self.grown_lo, self.grown_hi])
         dims = self.lo.shape[1]
         self.origin, span, sides = np.zeros(dims), np.zeros(dims), np.ones(dims)
-        for d in range(dims):   # over the finite faces and extents only
+        for d in range(dims):
             faces = ends[np.isfinite(ends[:, d]), d]
             sizes = extent[np.isfinite(extent[:, d]) & (extent[:, d] > 0), d]
             if len(faces):
                 self.origin[d], span[d] = faces.min(), faces.max() - faces.min()
             if len(sizes) and np.isfinite(span[d] / np.median(sizes)):
-                sides[d] = np.clip(round(span[d] / np.median(sizes)), 1, len(boxes))
+                sides[d] = np.clip(round(span[d] / np.median(sizes)), 1, len(self.lo))
         self.sides = self._capped(sides)
-        self.width = np.where(span > 0, span / self.sides, 1.0)
-        self._cells_of_boxes()
+        self.width = np.where((span > 0) & np.isfinite(span), span / self.sides, 1.0)
 
     def _capped(self, sides: np.ndarray) -> tuple:
         """Cells per dimension, at most ``CELLS`` per box in all."""
@@ -72,9 +81,7 @@ class BoxIndex:
         self.start[c + 1]]``."""
         first, last = self._cell(self.grown_lo), self._cell(self.grown_hi)
         spans = last - first + 1                  # cells per dimension of each box
-        counts = np.prod(spans, axis=1)
-        owners = np.repeat(np.arange(len(first)), counts)
-        rest = np.arange(len(owners)) - np.repeat(np.cumsum(counts) - counts, counts)
+        owners, rest = _expand(np.prod(spans, axis=1))
         cell = np.zeros((len(owners), first.shape[1]), np.int64)
         for d in reversed(range(first.shape[1])):   # the box's cells, row-major
             span = spans[owners, d]
@@ -86,37 +93,75 @@ class BoxIndex:
         total = int(np.prod(self.sides))
         self.start = np.concatenate([[0], np.cumsum(np.bincount(cells, minlength=total))])
 
+    # -- queries ---------------------------------------------------------------------------
     def candidates(self, coords: np.ndarray) -> tuple:
         """``(points, blocks)`` for an ``(n, d)`` f64 array (see the module)."""
-        found = [self._chunk(coords[s:s + CHUNK], s) for s in range(0, len(coords), CHUNK)]
+        found = list(self._pairs(coords))
         if not found:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return (np.concatenate([p for p, _ in found]),
                 np.concatenate([b for _, b in found]))
 
-    def _chunk(self, x: np.ndarray, offset: int) -> tuple:
-        if not len(self.lo):
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        cell = self._flat(self._cell(x))
-        first, counts = self.start[cell], self.start[cell + 1] - self.start[cell]
-        point = np.repeat(np.arange(len(x)), counts)
-        within = np.arange(len(point)) - np.repeat(np.cumsum(counts) - counts, counts)
-        block = self.boxes[np.repeat(first, counts) + within]
-        xs = x[point]
-        held = np.all((xs >= self.lo[block]) & (xs <= self.hi[block]), axis=1)
-        near = np.all((xs >= self.grown_lo[block]) & (xs <= self.grown_hi[block]), axis=1)
+    def lowest(self, coords: np.ndarray) -> np.ndarray:
+        """Per point, its lowest candidate block, or -1 without one (keeping no
+        more than one chunk's pairs)."""
+        chosen = np.full(len(coords), -1, np.int64)
+        for points, blocks in self._pairs(coords):
+            first = _firsts(points)   # pairs go by point, then block
+            chosen[points[first]] = blocks[first]
+        return chosen
+
+    def _pairs(self, coords: np.ndarray):
+        """The candidate pairs, chunk by chunk: each chunk's points meet at most
+        ``PAIRS`` boxes in their cells (one point at least)."""
+        if not len(self.lo) or not len(coords):
+            return
+        cell = self._flat(self._cell(coords))
+        counts = self.start[cell + 1] - self.start[cell]
+        total = np.cumsum(counts)
+        stops = np.searchsorted(total, np.arange(PAIRS, total[-1], PAIRS), side="right")
+        bounds = [0] + [int(k) for k in np.unique(np.maximum(stops, 1))] + [len(coords)]
+        for lo, hi in zip(bounds, bounds[1:]):
+            if hi > lo:
+                yield self._chunk(coords[lo:hi], cell[lo:hi], counts[lo:hi], lo)
+
+    def _chunk(self, x, cell, counts, offset: int) -> tuple:
+        """The pairs of the points ``x`` (whose cells hold ``counts`` boxes): the
+        boxes that hold a point, or, for a point no box holds, the grown boxes
+        that do."""
+        if counts.sum() * DENSE > len(x) * len(self.lo):   # the grid does not help
+            keep = _inside(x[:, None, :], self.lo, self.hi)
+            outside = np.flatnonzero(~keep.any(axis=1))   # grown boxes for these only
+            keep[outside] = _inside(x[outside, None, :], self.grown_lo, self.grown_hi)
+            point, block = np.nonzero(keep)   # row-major: by point, then block
+            return point + offset, block
+        point, within = _expand(counts)
+        block = self.boxes[np.repeat(self.start[cell], counts) + within]
+        keep = _inside(x[point], self.lo[block], self.hi[block])
         inside = np.zeros(len(x), bool)
-        inside[point[held]] = True
-        keep = held | (near & ~inside[point])
+        inside[point[keep]] = True
+        rest = np.flatnonzero(~inside[point])   # pairs of points no box holds
+        keep[rest] = _inside(x[point[rest]], self.grown_lo[block[rest]],
+                             self.grown_hi[block[rest]])
         return point[keep] + offset, block[keep]
 
 
-def lowest(count: int, points: np.ndarray, blocks: np.ndarray) -> np.ndarray:
-    """Per point, its lowest candidate block, or -1 without one."""
-    chosen = np.full(count, -1, np.int64)
-    ids, first = np.unique(points, return_index=True)   # pairs: by point, then block
-    chosen[ids] = blocks[first]
-    return chosen
+def _inside(x, lo, hi) -> np.ndarray:
+    return np.all((x >= lo) & (x <= hi), axis=-1)
+
+
+def _firsts(points: np.ndarray) -> np.ndarray:
+    """Where each run of equal values begins in the sorted ``points``."""
+    return np.flatnonzero(np.concatenate([points[:1] == points[:1],   # [True], or []
+                                          points[1:] != points[:-1]]))
+
+
+def _expand(counts: np.ndarray) -> tuple:
+    """``(owner, k)`` for every item of groups of ``counts`` items: the group's
+    index and the item's position in it (``counts`` [2, 0, 3] gives owners
+    0 0 2 2 2 and positions 0 1 0 1 2)."""
+    owner = np.repeat(np.arange(len(counts)), counts)
+    return owner, np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def per_block(points: np.ndarray, blocks: np.ndarray) -> dict:
@@ -135,7 +180,7 @@ def best_answer(count: int, points: np.ndarray, blocks: np.ndarray,
     order = np.lexsort((blocks, -ranks, points))
     chosen = np.full(count, -1, np.int64)
     top = np.zeros(count, np.int64)
-    first = order[np.unique(points[order], return_index=True)[1]]
+    first = order[_firsts(points[order])]
     chosen[points[first]] = blocks[first]
     top[points[first]] = ranks[first]
     return np.where(top > 0, chosen, -1)

@@ -3,10 +3,11 @@
 A point is a candidate for every block whose closed box holds it (points on
 faces are candidates for both sides); a point no box holds, for the blocks
 whose box grown by 1e-6 of its finite extent holds it (``candidates.py``).
-Without ``holds`` the lowest candidate block wins. With ``holds(gid, points) -> ranks`` the coordinates (as f64) are
-sent to every candidate block's rank, which answers a rank per point; the
-highest rank wins, the lowest block id on a tie, and a point whose every
-answer is 0 (or that no box holds) goes nowhere (-1).
+Without ``holds`` the lowest candidate block wins. With ``holds(gid, points)
+-> ranks`` the coordinates (as f64) are sent to every candidate block's rank,
+which answers a rank per point; the highest rank wins, the lowest block id
+on a tie, and a point whose every answer is 0 (or that no box holds) goes
+nowhere (-1).
 
 The same object then moves per-point payloads to the destinations
 (``send``, in order of origin block and then of the points there) and answers
@@ -21,7 +22,7 @@ import numpy as np
 from .. import types as T
 from ..runtime.creation import array as _to_device
 from . import transport
-from .candidates import BoxIndex, best_answer, lowest, per_block
+from .candidates import BoxIndex, best_answer, per_block
 from .collectives import box
 from .errors import (fault, require_array, require_every_local, require_on_device,
                      row_layout)
@@ -53,12 +54,10 @@ class Routing:
                                   (holds is None, ValueError,
                                    f"{CALL}: whether holds is given")])
         index = BoxIndex([b for part in world.allgather(boxes) for b in part])
-        self._candidates = {g: index.candidates(coords[g]) for g in blocks.local}
         if holds is None:
-            chosen = {g: lowest(len(coords[g]), *self._candidates[g])
-                      for g in blocks.local}
+            chosen = {g: index.lowest(coords[g]) for g in blocks.local}
         else:
-            chosen = self._ask(coords, holds)
+            chosen = self._ask(coords, holds, index)
         self._destination = chosen
         self.destination = {g: _to_device(chosen[g].astype(np.int64),
                                           device=blocks.device(g)) for g in blocks.local}
@@ -71,12 +70,13 @@ class Routing:
         self._incoming = {d: [(o, m["index"].size) for o, m in by_origin.items()]
                           for d, by_origin in announced.items()}
 
-    def _ask(self, coords: dict, holds) -> dict:
+    def _ask(self, coords: dict, holds, index) -> dict:
         blocks = self.blocks
+        candidates = {g: index.candidates(coords[g]) for g in blocks.local}
         questions, pairs = {}, {}
         for g in blocks.local:
-            points, _ = self._candidates[g]
-            pairs[g] = per_block(*self._candidates[g])
+            points, _ = candidates[g]
+            pairs[g] = per_block(*candidates[g])
             questions[g] = {c: {"x": _to_device(coords[g][points[k]],
                                                 device=blocks.device(g))}
                             for c, k in pairs[g].items()}
@@ -85,11 +85,11 @@ class Routing:
         answered = exchange(blocks, replies or {}, CALL, error)
         chosen = {}
         for g in blocks.local:
-            points, candidates = self._candidates[g]
+            points, among = candidates[g]
             ranks = np.zeros(len(points), np.int64)
             for c, message in answered[g].items():
                 ranks[pairs[g][c]] = message["rank"].numpy()
-            chosen[g] = best_answer(len(coords[g]), points, candidates, ranks)
+            chosen[g] = best_answer(len(coords[g]), points, among, ranks)
         return chosen
 
     # -- moving data --------------------------------------------------------------------

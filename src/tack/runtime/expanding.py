@@ -43,19 +43,21 @@ class Expanding:
                              if k not in self.positions and isinstance(a, Array))
         self.table = Runners()     # bounded in devices made with options
         self.shape_params = frozenset()
-        self.keys = {}   # flat argument count -> its signature function
+        self.keys = {}   # flat argument count -> (shape_params, signature function)
         self.owner = f"Kernel '{kernel.name}'"   # messages name it
         self.display: dict = {}     # expansion key -> {synthetic name: "obj.attr"}
         self.lock = threading.Lock()  # table updates
 
     def signature(self, flat):
-        """The flat arguments' signature, by a function made once per count
-        (``dispatch.signature_function``) and dropped when the shapes baked in
-        change."""
-        key = self.keys.get(len(flat))
-        if key is None:
-            key = self.keys[len(flat)] = signature_function(len(flat), self.shape_params)
-        return key(flat)
+        """The flat arguments' signature, by a function made once per count and
+        baked shapes (``dispatch.signature_function``). Each entry keeps the
+        shapes it was made for: another thread's ``bind`` may change them
+        between the read here and the store."""
+        shapes = self.shape_params
+        entry = self.keys.get(len(flat))
+        if entry is None or entry[0] is not shapes:
+            entry = self.keys[len(flat)] = (shapes, signature_function(len(flat), shapes))
+        return entry[1](flat)
 
     def run(self, args):
         flat, key = self.expand(args)
@@ -92,7 +94,6 @@ class Expanding:
         with self.lock:
             if not template.shape_params <= self.shape_params:
                 self.shape_params = self.shape_params | template.shape_params
-                self.keys = {}
                 self.table.clear()
             self.table.put((key, self.signature(flat)), runner)
         return runner

@@ -456,8 +456,8 @@ def _check_loop_copies(scope, tree, preamble, loop: ast.For, returned) -> None:
         return {n.id for node in nodes for n in ast.walk(node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     before = stored(preamble) | {a.arg for a in tree.args.args}
-    copied = (stored([loop]) - stored([loop.target])) & before   # the loop's own
-    # variables are new names (a NameError in _check_returned_names)
+    # the loop's own variables are new names: _check_returned_names refuses them
+    copied = (stored([loop]) - stored([loop.target])) & before
     for n in ast.walk(returned.value):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in copied:
             raise scope.unsupported(
