@@ -293,6 +293,54 @@ def e_add_constant(spring, x, f):
         f[i] = spring.force(x[i], i)
 
 
+@tack.func
+def through(s, x, i):
+    return s.force(x, i)
+
+
+@tack.kernel
+def e_passed_to_a_function(spring, x, f):
+    for i in range(len(x)):
+        f[i] = through(spring, x[i], i)
+
+
+@tack.device_class
+class Counter:
+    def __init__(self, s):
+        self.s = s
+
+    @tack.func
+    def bump(self):
+        self.s += 1.0
+        return self.s
+
+
+@tack.kernel
+def e_method_sets(c, f):
+    for i in range(len(f)):
+        f[i] = c.bump()
+
+
+def test_an_error_in_a_method_names_the_method_and_its_line():
+    # it gave the method's line as the kernel's
+    with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(
+            "unsupported assignment to 'self.s': a kernel reads a device-class object's "
+            "attributes, it does not set them (store into an array attribute's "
+            "elements, self.a[i] = ...) in method 'bump' at line 3, column 5")):
+        e_method_sets(Counter(1.0), tack.zeros(2))
+
+
+def test_passing_an_instance_to_a_device_function_is_refused(rng):
+    f = tack.full(5, 7.0)
+    message = ("Kernel 'e_passed_to_a_function': the device-class object 'spring' is "
+               "passed to a function, which is not supported: pass its attributes, or "
+               "call its methods (spring.m(...)) at line 4, column 24")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        e_passed_to_a_function(Spring(0.5, tack.array(rng.floats(5))),
+                               tack.array(rng.floats(5)), f)
+    np.testing.assert_array_equal(f.numpy(), np.full(5, 7.0, np.float32))
+
+
 @pytest.mark.parametrize("kernel, attr", [(e_set_scalar, "rest"), (e_add_constant, "k")])
 def test_assigning_an_attribute_is_refused(kernel, attr, rng):
     # the instance's number became a private copy without a word; the class's

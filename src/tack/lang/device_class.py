@@ -70,32 +70,24 @@ def references(cls, tree: ast.FunctionDef, name: str, where) -> tuple:
     values, and the methods it reaches, transitively through methods: two sorted
     tuples, and ``{attribute: (node, method name or None)}`` for each value
     read's first use.
-    ``where(message, node, type)`` makes the error for a bad reference."""
+    ``where(message, node, type, method)`` makes the error for a bad reference
+    at ``node``, in the kernel (``method`` None) or in that method's source."""
     methods = methods_of(cls)
     values, called, first = set(), set(), {}
     pending = [(tree, name, None)]
     while pending:
         node, obj, owner = pending.pop()
-        bare = _bare_use(node, obj)
-        if bare is not None and owner is None:   # the kernel's parameter: the argument
-            raise where(f"parameter '{obj}' is used as a value (an array or a number), "
-                        f"but the argument is a {cls.__name__} object, which a kernel "
-                        f"uses only through its attributes and methods ({obj}.x, "
-                        f"{obj}.m(...))", bare, TypeError)
-        if bare is not None:
-            raise where(f"the device-class object '{obj}' is used as a value; a kernel "
-                        f"uses only its attributes and methods ({obj}.x, {obj}.m(...))",
-                        bare, ValueError)
+        _check_bare_use(cls, node, obj, owner, where)
         for attr, is_call, at in _attribute_uses(node, obj):
             if isinstance(at.ctx, ast.Store):   # also the target of +=
                 raise where(f"unsupported assignment to '{obj}.{attr}': a kernel reads "
                             f"a device-class object's attributes, it does not set "
                             f"them (store into an array attribute's elements, "
-                            f"{obj}.a[i] = ...)", at, UnsupportedSyntaxError)
+                            f"{obj}.a[i] = ...)", at, UnsupportedSyntaxError, owner)
             if is_call:
                 if attr not in methods:
                     raise where(f"'{obj}.{attr}()' is not a @tack.func method of "
-                                f"device class '{cls.__name__}'", at, ValueError)
+                                f"device class '{cls.__name__}'", at, ValueError, owner)
                 if attr not in called:
                     called.add(attr)
                     method = methods[attr].source.tree
@@ -104,19 +96,34 @@ def references(cls, tree: ast.FunctionDef, name: str, where) -> tuple:
                 if attr in methods:
                     raise where(f"method '{obj}.{attr}' of device class "
                                 f"'{cls.__name__}' used as a value (call it)", at,
-                                ValueError)
+                                ValueError, owner)
                 values.add(attr)
                 first.setdefault(attr, (at, owner))
     return tuple(sorted(values)), tuple(sorted(called)), first
 
 
-def _bare_use(tree, obj: str):
-    """A use of ``obj`` other than ``obj.attr`` (passing it, assigning it), or None."""
+def _check_bare_use(cls, tree, obj: str, owner, where) -> None:
+    """Refuse a use of ``obj`` other than ``obj.attr``: passed to a function
+    (not supported), or used as a value: an array or a number, which the
+    kernel's parameter (``owner`` None) then expects of its argument."""
     bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    passed = {id(a) for n in ast.walk(tree) if isinstance(n, ast.Call)
+              for a in n.args + [k.value for k in n.keywords]}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == obj and id(node) not in bases:
-            return node
-    return None
+        if not (isinstance(node, ast.Name) and node.id == obj and id(node) not in bases):
+            continue
+        if id(node) in passed:
+            raise where(f"the device-class object '{obj}' is passed to a function, "
+                        f"which is not supported: pass its attributes, or call its "
+                        f"methods ({obj}.m(...))", node, ValueError, owner)
+        if owner is None:
+            raise where(f"parameter '{obj}' is used as a value (an array or a number), "
+                        f"but the argument is a {cls.__name__} object, which a kernel "
+                        f"uses only through its attributes and methods ({obj}.x, "
+                        f"{obj}.m(...))", node, TypeError, owner)
+        raise where(f"the device-class object '{obj}' is used as a value; a kernel "
+                    f"uses only its attributes and methods ({obj}.x, {obj}.m(...))",
+                    node, ValueError, owner)
 
 
 def _self_name(tree: ast.FunctionDef, cls, attr: str) -> str:

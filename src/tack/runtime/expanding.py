@@ -147,8 +147,10 @@ def references_of(kernel, cls, param: str) -> tuple:
     if found is None:
         source = kernel.source
 
-        def where(message, node, exc_type):
-            return exc_type(f"Kernel '{kernel.name}': {message} {source.where(node)}")
+        def where(message, node, exc_type, method=None):
+            at = source.where(node) if method is None else \
+                f"in method '{method}' {_where(node)}"
+            return exc_type(f"Kernel '{kernel.name}': {message} {at}")
         values, called, first = device_class.references(cls, source.tree, param, where)
         positions = {attr: source.where(node) if method is None else
                      f"in method '{method}' {_where(node)}"
