@@ -190,7 +190,8 @@ def _check(blocks, bounds, points, holds) -> tuple:
         require_on_device(blocks, CALL, f"the points of block {g}", g, p)
         host = p.numpy()   # a vector array's: (n, components)
         if host.ndim != 2 or host.shape[1] != len(lo):
-            raise ValueError(f"{CALL}: the points of block {g} have shape {p.shape}; "
+            raise ValueError(f"{CALL}: the points of block {g} are {p.dtype} of shape "
+                             f"{p.shape}; "
                              f"they must be (n, {len(lo)}) (or n vectors of "
                              f"{len(lo)}), the boxes' dimensions")
         coords[g] = host.astype(np.float64)
