@@ -153,10 +153,10 @@ def test_errors():
     points = {g: tack.zeros((2, 2), tack.f64) for g in range(3)}
     with pytest.raises(ValueError, match=re.escape(
             "Routing(): the points of block 1 are f64 of shape (2,); they must be (n, 2) "
-            "(or n "
-            "vectors of 2), the boxes' dimensions")):
+            "(or n vectors of 2), the boxes' dimensions")):
         tack.Routing(blocks, BOUNDS, {**points, 1: tack.zeros(2, tack.f64)})
-    with pytest.raises(ValueError, match=re.escape("are vec3(f32) of shape (4,); they must be (n, 2)")):
+    with pytest.raises(ValueError, match=re.escape(
+            "are vec3(f32) of shape (4,); they must be (n, 2)")):
         tack.Routing(blocks, BOUNDS, {**points, 1: tack.zeros(4, tack.vec3())})
     with pytest.raises(TypeError, match=re.escape(
             "Routing(): holds must be callable, not int")):
