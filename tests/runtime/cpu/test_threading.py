@@ -160,7 +160,10 @@ def test_a_dropped_device_joins_its_pool_workers(monkeypatch):
         assert _os_threads() >= before + threads - 1
         del dev
         gc.collect()
-        assert _os_threads() == before
+        # settled: after other tests (tests/ir first, one run in three) one
+        # more thread was there for a moment; the native pool's workers never
+        # leave unless joined, so a settled count still catches them
+        assert _settled_threads() == before
 
 
 def test_many_threads_fan_out_through_one_pool_in_turn(monkeypatch):
