@@ -86,7 +86,8 @@ _UNBOUND = {
     k_unbound_scalar: "Kernel 'k_unbound_scalar': name 'undefined_scale' is not "
                       "defined at line 4, column 23",
     k_global_scalar: "Kernel 'k_global_scalar': name 'GLOBAL_SCALE' is not defined "
-                     "at line 4, column 23",
+                     "in the kernel: it is a Python value here, and kernels capture "
+                     "none; pass it as an argument at line 4, column 23",
     k_unbound_array: "Kernel 'k_unbound_array': name 'other' is not defined at "
                      "line 4, column 16",
     k_unbound_before_loop: "Kernel 'k_unbound_before_loop': name 'missing_extent' is "

@@ -111,7 +111,10 @@ class ExpressionLowering:
             return self.local_value(scope.rename[node.id], scope.span(node))
         if node.id in scope.bound:
             return self.local_value(node.id, scope.span(node))
-        raise scope.error(NameError, f"name '{node.id}' is not defined", node)
+        captured = "" if scope.bindings.is_unbound(node.id) else (
+            " in the kernel: it is a Python value here, and kernels capture none; pass "
+            "it as an argument")
+        raise scope.error(NameError, f"name '{node.id}' is not defined{captured}", node)
 
     def expr_Attribute(self, node: ast.Attribute) -> E.Expr:
         module = self.scope.bindings.resolve_module(node.value)
