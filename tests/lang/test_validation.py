@@ -448,6 +448,18 @@ def k_np_call(a):
 
 
 @tack.kernel
+def k_np_type_call(a):
+    for i in range(len(a)):
+        a[i] = np.float32(a[i])
+
+
+@tack.kernel
+def k_array_size(a):
+    for i in range(a.size):
+        a[i] = 0.0
+
+
+@tack.kernel
 def k_python_function(a):
     for i in range(len(a)):
         a[i] = plain_python(a[i])
@@ -573,7 +585,8 @@ _UNSUPPORTED = {
     k_zero_step_parallel: "unsupported range() step of zero at line 3, column 31",
     k_no_loop: "unsupported kernel without a parallel loop (write one `for ... in "
                "range(...)` directly in the kernel body) at line 2, column 1",
-    k_second_loop: "unsupported second parallel loop at line 5, column 5",
+    k_second_loop: "unsupported second parallel loop (a kernel has one: write a kernel "
+                   "for each, called in turn) at line 5, column 5",
     k_after_loop: "unsupported statement after the parallel loop at line 5, column 5",
     k_iterate_array: "unsupported parallel loop over something other than range() "
                      "or tack.ndindex() at line 3, column 14",
@@ -583,6 +596,11 @@ _UNSUPPORTED = {
                   "@tack.func or a supported kernel intrinsic) at line 4, column 16",
     k_np_call: "unsupported call to 'np.sqrt' (not a statically bound @tack.func or "
                "a supported kernel intrinsic) at line 4, column 16",
+    k_np_type_call: "unsupported call to 'np.float32' (not a statically bound "
+                    "@tack.func or a supported kernel intrinsic; for a conversion, call "
+                    "tack.f32()) at line 4, column 16",
+    k_array_size: "unsupported attribute 'size' here (a kernel reads an array's len(a) "
+                  "and a.shape[k]) at line 3, column 20",
     k_python_function: "unsupported call to 'plain_python' (not a statically bound "
                        "@tack.func or a supported kernel intrinsic) at line 4, "
                        "column 16",

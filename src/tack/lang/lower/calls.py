@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ... import elements
 from ... import types as T
 from ...ir import expressions as E
@@ -72,7 +74,7 @@ class CallLowering:
                 f"called on device-class objects (such as a tack.Texture3D)", node)
         raise self.scope.unsupported(
             f"call to '{_spelled(node.func)}' (not a statically bound @tack.func or "
-            f"a supported kernel intrinsic)", node)
+            f"a supported kernel intrinsic{_tack_type_for(target)})", node)
 
     def called_parameter(self, callee: ast.expr):
         """The kernel's parameter ``callee`` is a method of (``t.sample``), else
@@ -218,3 +220,13 @@ class CallLowering:
         site = self.record_site(node, 1)
         flat = E.BoundsCheck(site, ERRORS, (indices[0],), (count,), span=span)
         return kind(array, flat, value, True, span=span)
+
+
+def _tack_type_for(target) -> str:
+    """For a NumPy scalar type called in a kernel, the Tack type to call instead."""
+    if not (isinstance(target, type) and issubclass(target, np.generic)):
+        return ""
+    try:
+        return f"; for a conversion, call tack.{T.from_numpy(np.dtype(target)).name}()"
+    except TypeError:
+        return ""

@@ -29,6 +29,10 @@ MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf,
                   "nan": math.nan, "tau": math.tau}
 
 
+# NumPy's array attributes a kernel does not have (a hint names what it does)
+_ARRAY_ATTRIBUTES = frozenset({"size", "ndim", "dtype", "T", "itemsize", "nbytes"})
+
+
 def _is_array_name(lowering, node) -> bool:
     return isinstance(node, ast.Name) and node.id in lowering.scope.arrays
 
@@ -124,7 +128,10 @@ class ExpressionLowering:
             base = self.value(node.value)
             if isinstance(base, Vec):
                 return self.attribute_of(base, node)
-        raise self.scope.unsupported(f"attribute '{node.attr}' here", node)
+        hint = (" (a kernel reads an array's len(a) and a.shape[k])"
+                if node.attr in _ARRAY_ATTRIBUTES and _is_array_name(self, node.value)
+                else "")
+        raise self.scope.unsupported(f"attribute '{node.attr}' here{hint}", node)
 
     # -- arrays -------------------------------------------------------------------
     def array_name(self, node: ast.expr) -> str:

@@ -164,7 +164,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         k = tree.body.index(loop)
         for stmt in tree.body[k + 1:]:
             if isinstance(stmt, ast.For):
-                raise self.scope.unsupported("second parallel loop", stmt)
+                raise self.scope.unsupported("second parallel loop (a kernel has one: "
+                                             "write a kernel for each, called in turn)",
+                                             stmt)
             raise self.scope.unsupported("statement after the parallel loop", stmt)
         return tree.body[:k], loop
 
