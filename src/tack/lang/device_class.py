@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UnsupportedSyntaxError
+from ..runtime.array import Array
 from .dependencies import reachable_functions, source_key
 from .func import Func
 from .names import names_in
@@ -159,15 +160,8 @@ class _Unusable(Exception):
         self.attr = attr
 
 
-_ARRAY = []   # tack.Array, once imported (runtime imports this module first)
-
-
 def _classify(obj, attrs, param: str, owner: str) -> tuple:
     # Every call runs this: messages are built only when they are raised.
-    if not _ARRAY:
-        from ..runtime.array import Array
-        _ARRAY.append(Array)
-    Array = _ARRAY[0]
     cls = type(obj)
     own = vars(obj) if hasattr(obj, "__dict__") else {}
     on_class_dict = vars(cls)
