@@ -630,6 +630,13 @@ def test_rejected_construct(kernel, rng):
     np.testing.assert_array_equal(a.numpy(), data, err_msg=f"seed={rng.seed}")
 
 
+def test_a_slice_says_to_pass_a_range_view(rng):
+    a = tack.array(rng.floats(5))
+    error = _assert_rejected(k_slice, _UNSUPPORTED[k_slice], a)
+    assert ("A kernel does not slice arrays; to run it over part of one, pass a range "
+            "view made on the host: kernel(a[start:stop]).") in error.__notes__
+
+
 def test_rejection_repeats_on_every_call(rng):
     """A failed lowering is not cached as a success: the second call fails too."""
     data = rng.floats(3)

@@ -187,6 +187,22 @@ def test_saxpy_launch_parameters_grid_and_pack(fake, fake_device, rng):
     assert x.device is fake_device and y.numpy().shape == (n,)
 
 
+def test_a_range_view_launches_and_copies_at_its_own_address(fake, fake_device, rng):
+    host = rng.values(tack.f32, 50)
+    with fake_device:
+        x = tack.array(host)
+        view = x[7:30]
+        fake.arity = 4
+        saxpy(view, view, 2.0)
+        tack.copyto(x[40:45], np.arange(5, dtype=np.float32))
+    assert view._ptr == x._ptr + 7 * 4
+    assert fake.launches[-1][2][:2] == [view._ptr, view._ptr]
+    np.testing.assert_array_equal(view.numpy(), host[7:30])   # the fake ran nothing
+    host[40:45] = np.arange(5)
+    np.testing.assert_array_equal(x.numpy(), host)
+    assert view[-1] == host[29]
+
+
 def test_scalars_are_copied_only_when_they_change(fake, fake_device):
     with fake_device:
         x, y = tack.zeros(300), tack.zeros(300)

@@ -16,7 +16,8 @@ ALL_TYPES = (tack.i8, tack.i16, tack.i32, tack.i64, tack.u8, tack.u16, tack.u32,
 NAMES = [t.name for t in ALL_TYPES]
 SIZES = (0, 1, 7, 1000)
 READ_MESSAGE = ("a tack.Array is read on the host with one integer per dimension "
-                "({} here); use a[()] for a 0-d array and a.numpy() for anything else")
+                "({} here), or viewed with a[start:stop] (a range of the first "
+                "dimension); use a[()] for a 0-d array and a.numpy() for anything else")
 KERNEL_FILL_BYTES = 256 * 1024
 
 
@@ -100,7 +101,7 @@ def test_host_reads_give_python_numbers(rng, dtype):
 
 @pytest.mark.parametrize("shape,key", [
     ((3, 4), None), ((3, 4), 0), ((3, 4), (0, 0, 0)), ((3, 4), (1.0, 0)),
-    ((3, 4), (True, 0)), ((3, 4), slice(None)), ((3, 4), (0, slice(1))),
+    ((3, 4), (True, 0)), ((3, 4), (0, slice(1))),
     ((3, 4), ...), ((3, 4), ()), ((3, 4), np.array([1, 2])), ((3, 4), [0, 1]),
     ((4,), None), ((4,), ()), ((4,), 1.0), ((4,), "1"), ((), None), ((), 0),
 ])

@@ -232,8 +232,9 @@ def test_element_reads_are_numpy_copies(rng, device, name):
             "index 3 is out of bounds for a dimension of length 3")):
         a[3, 0]
     with pytest.raises(TypeError, match=re.escape(
-            "a tack.Array is read on the host with one integer per dimension (2 here); "
-            "use a[()] for a 0-d array and a.numpy() for anything else")):
+            "a tack.Array is read on the host with one integer per dimension (2 here), "
+            "or viewed with a[start:stop] (a range of the first dimension); use a[()] "
+            "for a 0-d array and a.numpy() for anything else")):
         a[1]  # one integer per *array* dimension; components are not indexed
     with pytest.raises(TypeError, match=re.escape("does not support host assignment")):
         a[0, 0] = host[0, 0]

@@ -98,6 +98,12 @@ class _Validator(ast.NodeVisitor):
             self.reject(f"name '{name}' (names starting with {RESERVED_PREFIX} are "
                         f"Tack's own)", node)
 
+    def visit_Slice(self, node: ast.Slice):
+        exc = unsupported(self.source, "Slice", node)
+        exc.add_note("A kernel does not slice arrays; to run it over part of one, "
+                     "pass a range view made on the host: kernel(a[start:stop]).")
+        raise exc
+
     # -- statements ------------------------------------------------------------
     def visit_Expr(self, node: ast.Expr):
         if not isinstance(node.value, ast.Call):

@@ -156,20 +156,26 @@ class Array:
         ``copy`` is false (internal: callers never write to it), else a copy.
         Waits for the launches queued before it."""
         self._device.backend.synchronize()
-        raw = self._buffer.read(self.nbytes, copy)
+        raw = self._buffer.read(self.nbytes, copy, self._offset())
         return raw.view(self._scalar.numpy).reshape(self._storage)
 
     def _store(self, values: np.ndarray) -> None:
         """Replace every value (``values`` has this array's scalar dtype and
         storage shape)."""
         data = np.ascontiguousarray(values, dtype=self._scalar.numpy)
-        self._buffer.write(data.reshape(-1).view(np.uint8))
+        self._buffer.write(data.reshape(-1).view(np.uint8), self._offset())
 
     def _view(self) -> np.ndarray:
         """A writable NumPy view of host storage (CPU buffers only)."""
         self._device.backend.synchronize()
-        raw = self._buffer.host_view()[: self.nbytes]
+        start = self._offset()
+        raw = self._buffer.host_view()[start:start + self.nbytes]
         return raw.view(self._scalar.numpy).reshape(self._storage)
+
+    def _offset(self) -> int:
+        """Where this array starts in its buffer, in bytes: not 0 for a range
+        view (``a[start:stop]``) of memory with addresses."""
+        return self._ptr - self._buffer.address
 
     def numpy(self) -> np.ndarray:
         """A new NumPy array holding a copy of the values."""
@@ -190,10 +196,13 @@ class Array:
     def __getitem__(self, key):
         # a[()] of a 0-d array is the empty index: one integer per dimension.
         index = key if isinstance(key, tuple) else (key,)
+        if index and isinstance(index[0], slice) and self._shape:
+            return self._range_view(index)
         if len(index) != len(self._shape) or not all(_is_int(i) for i in index):
             raise TypeError(f"a tack.Array is read on the host with one integer per "
-                            f"dimension ({len(self._shape)} here); use a[()] for a "
-                            f"0-d array and a.numpy() for anything else")
+                            f"dimension ({len(self._shape)} here), or viewed with "
+                            f"a[start:stop] (a range of the first dimension); use "
+                            f"a[()] for a 0-d array and a.numpy() for anything else")
         position = []
         for i, extent in zip(index, self._shape):
             i = operator.index(i)
@@ -206,7 +215,7 @@ class Array:
             flat = flat * extent + i
         size = self._dtype.itemsize   # only this element's bytes travel
         self._device.backend.synchronize()
-        raw = self._buffer.read(size, False, flat * size)
+        raw = self._buffer.read(size, False, self._offset() + flat * size)
         value = raw.view(self._scalar.numpy)
         # A vector or matrix element is a NumPy array of the element's shape (a copy).
         return value[0].item() if self._scalar is self._dtype else \
@@ -291,6 +300,32 @@ class Array:
     def _derived(self, shape: tuple) -> "Array":
         return Array(self._buffer, shape, self._dtype, self._device, self._writable,
                      address=self._ptr)
+
+    def _range_view(self, index: tuple) -> "Array":
+        """``a[start:stop]`` (and ``a[start:stop, :, ...]``): a view of a range
+        of the first dimension sharing this array's buffer, type, writability
+        and any DLPack hold, as NumPy's basic slicing makes one."""
+        first, rest = index[0], index[1:]
+        if len(index) > len(self._shape) or any(
+                not isinstance(s, slice) or s.indices(n) != (0, n, 1)
+                for s, n in zip(rest, self._shape[1:])):
+            raise TypeError(f"a tack.Array is viewed with a[start:stop], a range of "
+                            f"its first dimension (later dimensions whole, as ':'); "
+                            f"got {_index_text(index)}")
+        start, stop, step = first.indices(self._shape[0])
+        if step != 1:
+            raise ValueError(f"a view of a tack.Array is a contiguous range: a[start:"
+                             f"stop] takes no step (got {step}); copy with tack.array("
+                             f"a.numpy()[::{step}], device=a.device) or index in a kernel")
+        count = max(stop - start, 0)
+        row = self._dtype.itemsize * math.prod(self._shape[1:])
+        buffer, address = self._buffer, self._ptr + start * row
+        if start and count and hasattr(buffer, "sub_buffer"):
+            # Kernels receive this buffer itself, not an address (OpenCL).
+            # Its addresses count bytes from the start of the allocation.
+            buffer, address = buffer.sub_buffer(address, count * row), None
+        return Array(buffer, (count,) + self._shape[1:], self._dtype, self._device,
+                     self._writable, address=address)
 
     def reshape(self, *shape) -> "Array":
         """A view with another shape sharing this array's buffer (one extent may
@@ -503,19 +538,34 @@ def _accumulator(dtype):
     return np.int64 if dtype.is_signed else np.uint64
 
 
+def _index_text(index: tuple) -> str:
+    """An index as it was written: ``a[2:5, 1]``."""
+    def one(item):
+        if not isinstance(item, slice):
+            return repr(item)
+        text = ":".join("" if v is None else repr(v)
+                        for v in (item.start, item.stop))
+        return text if item.step is None else f"{text}:{item.step!r}"
+    return "a[" + ", ".join(one(item) for item in index) + "]"
+
+
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def shares_memory(a: Array, b: Array) -> bool:
     """Whether ``a`` and ``b`` may share a byte. Address ranges compare within
-    one memory domain; a buffer without addresses (OpenCL's, address 0)
-    aliases only itself; an empty array shares none (as in NumPy)."""
+    one memory domain. OpenCL buffers have no addresses: their positions count
+    bytes from the start of their allocation (a range view's sub-buffer has its
+    allocation as ``root``), so they compare only within one allocation. An
+    empty array shares none (as in NumPy)."""
     if a._device.backend.memory_domain != b._device.backend.memory_domain:
         return False
     if a._lo == a._hi or b._lo == b._hi:
         return False
-    if a._buffer is not b._buffer and not (a._buffer.address and b._buffer.address):
+    root_a = getattr(a._buffer, "root", a._buffer)
+    root_b = getattr(b._buffer, "root", b._buffer)
+    if root_a is not root_b and not (root_a.address and root_b.address):
         return False
     return a._lo < b._hi and b._lo < a._hi
 

@@ -36,5 +36,5 @@ class ExternalBuffer:
         view = self.host_view()[offset:offset + nbytes]
         return view.copy() if copy else view
 
-    def write(self, data) -> None:
-        self.host_view()[:data.size] = data
+    def write(self, data, offset: int = 0) -> None:
+        self.host_view()[offset:offset + data.size] = data

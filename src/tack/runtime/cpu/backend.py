@@ -83,8 +83,8 @@ class HostBuffer:
         view = self.raw[offset:offset + nbytes]
         return view.copy() if copy else view
 
-    def write(self, data) -> None:
-        self.raw[:data.size] = data
+    def write(self, data, offset: int = 0) -> None:
+        self.raw[offset:offset + data.size] = data
 
 
 @dataclass

@@ -80,11 +80,16 @@ def all_devices():
 
 
 class CLBuffer:
-    """Device memory: a ``cl.Buffer`` and the queue that orders its use."""
+    """Device memory: a ``cl.Buffer`` and the queue that orders its use.
 
-    __slots__ = ("mem", "queue", "nbytes", "address")
+    Kernels receive the buffer itself, so an OpenCL buffer has no address;
+    ``address`` counts bytes from the start of the allocation instead (0
+    here, the origin for a sub-buffer), which is what ``Array`` compares to
+    tell whether two views of one allocation overlap."""
 
-    def __init__(self, context, queue, nbytes: int, limit: int):
+    __slots__ = ("mem", "queue", "nbytes", "address", "align")
+
+    def __init__(self, context, queue, nbytes: int, limit: int, align: int):
         cl = _cl()
         if nbytes > limit:
             raise MemoryError(f"cannot allocate {nbytes} bytes on an OpenCL device: "
@@ -96,7 +101,12 @@ class CLBuffer:
                               f"{exc}") from exc
         self.queue = queue
         self.nbytes = nbytes
-        self.address = 0  # no host address: kernels receive the buffer itself
+        self.address = 0
+        self.align = align   # bytes: where a sub-buffer may start
+
+    @property
+    def root(self) -> "CLBuffer":
+        return self
 
     def read(self, nbytes: int, copy: bool, offset: int = 0):
         out = np.empty(nbytes, np.uint8)
@@ -105,10 +115,40 @@ class CLBuffer:
                                is_blocking=True)
         return out
 
-    def write(self, data) -> None:
+    def write(self, data, offset: int = 0) -> None:
         if data.size:
             _cl().enqueue_copy(self.queue, self.mem, np.ascontiguousarray(data),
-                               is_blocking=True)
+                               dst_offset=offset, is_blocking=True)
+
+    def sub_buffer(self, origin: int, nbytes: int) -> "CLSubBuffer":
+        """The ``nbytes`` at byte ``origin`` of the allocation, as a buffer a
+        kernel can receive (a range view, ``a[start:stop]``). OpenCL starts a
+        sub-buffer only at a multiple of the device's base address alignment."""
+        root = self.root
+        if origin % root.align:
+            raise ValueError(
+                f"a view of an OpenCL array must start at a multiple of {root.align} "
+                f"bytes (this device's sub-buffer alignment); this one would start "
+                f"at byte {origin} of its allocation. Start the range at such a "
+                f"multiple, or copy it: tack.array(a.numpy()[start:stop], "
+                f"device=a.device)")
+        return CLSubBuffer(root, origin, nbytes)
+
+
+class CLSubBuffer(CLBuffer):
+    """A range of a ``CLBuffer``'s allocation (OpenCL's sub-buffer), which
+    keeps the allocation alive."""
+
+    __slots__ = ("parent",)
+
+    def __init__(self, root: CLBuffer, origin: int, nbytes: int):
+        self.mem = root.mem.get_sub_region(origin, nbytes)
+        self.queue, self.nbytes, self.address = root.queue, nbytes, origin
+        self.align, self.parent = root.align, root
+
+    @property
+    def root(self) -> CLBuffer:
+        return self.parent
 
 
 @dataclass
@@ -148,6 +188,7 @@ class OpenCLBackend(Backend):
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.context)
         self.max_buffer = self.device.max_mem_alloc_size
+        self.align = max(self.device.mem_base_addr_align // 8, 1)   # bits, in bytes
         self.memory_domain = ("opencl", index)
         extensions = self.device.extensions.split()
         fp64 = "cl_khr_fp64" in extensions
@@ -169,7 +210,7 @@ class OpenCLBackend(Backend):
                 self.device.driver_version)
 
     def allocate(self, nbytes: int) -> CLBuffer:
-        return CLBuffer(self.context, self.queue, nbytes, self.max_buffer)
+        return CLBuffer(self.context, self.queue, nbytes, self.max_buffer, self.align)
 
     def synchronize(self) -> None:
         cl = _cl()

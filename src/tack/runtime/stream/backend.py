@@ -56,9 +56,9 @@ class DeviceBuffer:
             self.backend.copy_to_host(out, self.address + offset, nbytes)
         return out
 
-    def write(self, data) -> None:
+    def write(self, data, offset: int = 0) -> None:
         if data.size:
-            self.backend.copy_from_host(self.address, np.ascontiguousarray(data))
+            self.backend.copy_from_host(self.address + offset, np.ascontiguousarray(data))
 
     def share(self) -> None:
         """From now on another library may read or write this memory: wait for
