@@ -43,6 +43,30 @@ def test_scans(n, dtype):
             f"seed {SEED}"
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8])
+def test_a_one_thread_scan_reads_once_and_gets_the_same_bits(dtype):
+    """On a CPU device of one thread the scan is one pass that keeps each chunk's
+    total beside the running sum: the same order of additions, so the same bits
+    as the chunked passes on two threads, at every length."""
+    from tack.algorithms import scan
+    serial, threaded = tack.device("cpu", num_threads=1), tack.device("cpu", num_threads=2)
+    rng = np.random.default_rng()
+    variants = []
+    for n in (1, 7, 65_537, 3 * 65_536 + 17):
+        x = (rng.standard_normal(n) * 1e3 if np.dtype(dtype).kind == "f"
+             else rng.integers(0, 255, n)).astype(dtype)
+        for call in (A.inclusive_scan, A.exclusive_scan):
+            one = call(tack.array(x, device=serial)).numpy()
+            two = call(tack.array(x, device=threaded)).numpy()
+            assert one.tobytes() == two.tobytes(), (call.__name__, n, dtype)
+            in_place = tack.array(x, device=serial)
+            call(in_place, out=in_place)
+            assert in_place.numpy().tobytes() == two.tobytes(), (call.__name__, n)
+        variants.append(len(scan.serial_scan._variants))
+    # past one chunk it ran, and a new length compiled nothing new
+    assert variants[2] > variants[1] and variants[3] == variants[2]
+
+
 def test_scan_in_place_and_out():
     x = tack.array(np.arange(10, dtype=np.int32))
     A.inclusive_scan(x, out=x)

@@ -4,6 +4,10 @@
 3. each chunk scanned from its offset. Integers wrap like kernel arithmetic;
 floats add in a fixed order (within a chunk, then across chunks), from -0.0.
 The length is a scalar argument, ``n``: one variant serves every length.
+
+A CPU device of one thread runs the three passes as one (``serial_scan``),
+reading the values once: it keeps each chunk's total beside the running sum,
+so it adds in the same order and gets the same bits.
 """
 
 from __future__ import annotations
@@ -56,6 +60,44 @@ def chunk_scan(x, out, offsets, chunk, inclusive, zero, empty_sum, n):
                 out[0] = empty_sum
 
 
+@library_kernel
+def serial_scan(x, out, chunk, count, inclusive, exact, zero, empty_sum, n):
+    for _ in range(1):
+        if exact:   # integers: every order of additions gives the same sums
+            running = zero
+            if inclusive:
+                for i in range(n):
+                    running += x[i]
+                    out[i] = running
+            else:
+                for i in range(n):
+                    v = x[i]
+                    out[i] = running
+                    running += v
+            count = 0
+        offset = zero                 # the sum of the chunk totals so far
+        for c in range(count):
+            lo = c * chunk
+            hi = min(lo + chunk, n)
+            running = offset
+            total = zero
+            if inclusive:
+                for i in range(lo, hi):
+                    v = x[i]
+                    running += v
+                    total += v
+                    out[i] = running
+            else:
+                for i in range(lo, hi):
+                    v = x[i]
+                    out[i] = running
+                    running += v
+                    total += v
+            offset += total
+        if not inclusive:
+            out[0] = empty_sum
+
+
 def _scan(name: str, values, out, inclusive: int):
     values = require_1d(name, "values", require_array(name, "values", values))
     if out is None:
@@ -71,12 +113,17 @@ def _scan(name: str, values, out, inclusive: int):
         return out
     if shares_memory(values, out) and values._lo != out._lo:
         values = values.copy()   # partly overlapping: out would change values unread
-    totals = scratch(chunks_of(values.size), values.dtype, values.device)
     # Sums start from -0.0 for floats (0 for integers): -0.0 + v is v for every v,
     # so a run of negative zeros sums to -0.0, as in Python; the exclusive
     # scan's first element, the sum of no values, is +0.0.
     kind = values.dtype.numpy
     zero = kind.type(-0.0 if values.dtype.is_float else 0)
+    count = chunks_of(values.size)
+    if count > 1 and getattr(values.device.backend, "num_threads", 0) == 1:
+        serial_scan(values, out, CHUNK, count, inclusive, int(not values.dtype.is_float),
+                    zero, kind.type(0), values.size)
+        return out
+    totals = scratch(count, values.dtype, values.device)
     if totals.size > 1:   # each chunk's offset: the sum of the chunks before it
         chunk_totals(values, totals, CHUNK, zero, values.size)
         scan_totals(totals, zero, totals.size)
