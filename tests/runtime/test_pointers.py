@@ -14,8 +14,9 @@ import tack
 READ_ONLY_HOST = ("{} on a read-only array (wrapped with writable=False or imported "
                   "read-only)")
 READ_ONLY_KERNEL = ("Kernel '{}': parameter '{}' may be written, but its array is "
-                    "read-only. Pass a writable array (array_from_ptr(..., "
-                    "writable=True) or a copy).")
+                    "read-only. Pass a writable array: a copy (a.copy()), memory "
+                    "wrapped with array_from_ptr(..., writable=True), or a writable "
+                    "DLPack tensor imported with tack.from_dlpack.")
 
 
 @tack.kernel

@@ -346,8 +346,9 @@ def check_writable(kernel_name, variant, params, args) -> None:
         if isinstance(a, Array) and not a._writable and param.name in variant.written:
             raise ValueError(
                 f"Kernel '{kernel_name}': parameter '{param.name}' may be written, but "
-                f"its array is read-only. Pass a writable array (array_from_ptr(..., "
-                f"writable=True) or a copy).")
+                f"its array is read-only. Pass a writable array: a copy (a.copy()), "
+                f"memory wrapped with array_from_ptr(..., writable=True), or a "
+                f"writable DLPack tensor imported with tack.from_dlpack.")
 
 
 def check_extent_types(kernel_name, template, specs) -> None:
