@@ -180,6 +180,25 @@ def test_histogram_rows_and_atomics_agree_with_bincount(n, bins):
                                   err_msg=f"{SEED}")
 
 
+@pytest.mark.parametrize("key_type", [np.int32, np.uint64])
+@pytest.mark.parametrize("n, bins", [(0, 4), (1, 3), (7, 1), (70_001, 17), (70_000, 8192)])
+def test_a_one_thread_histogram_counts_in_one_pass(n, bins, key_type):
+    """A CPU device of one thread counts serially into out (no rows, no atomics):
+    the same counts, keys outside the bins skipped, out added to."""
+    one = tack.device("cpu", num_threads=1)
+    rng = np.random.default_rng()
+    keys = rng.integers(0, bins + 3, n).astype(key_type)
+    if key_type is np.uint64 and n:
+        keys[rng.integers(0, n, max(1, n // 10))] = np.uint64(2**63 + 5)
+    else:
+        keys -= 2 * (rng.random(n) < 0.1).astype(key_type)   # some negative keys
+    out = tack.full(bins, 3, tack.i64, device=one)
+    A.histogram(tack.array(keys, device=one), bins, out=out)
+    signed = keys.astype(np.float64)
+    inside = keys[(signed >= 0) & (signed < bins)].astype(np.int64)
+    np.testing.assert_array_equal(out.numpy(), np.bincount(inside, minlength=bins) + 3)
+
+
 def test_histogram_u64_keys_past_2_63_are_outside_every_bin():
     # Regression: compared with the i64 length as negative i64s, such keys were
     # counted far out of bounds (wrong counts, then a crash).

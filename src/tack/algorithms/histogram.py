@@ -56,6 +56,15 @@ def add_rows(rows, out, chunks, bins):
 
 
 @library_kernel
+def serial_counts(keys, counts, bins, n):
+    for _ in range(1):   # one iteration: one thread adds without atomics
+        for i in range(n):
+            k = keys[i]
+            if k >= 0 and T.u64(k) < T.u64(bins):   # as in count_keys
+                counts[k] += 1
+
+
+@library_kernel
 def count_keys(keys, counts, bins):
     for i in range(len(keys)):
         k = keys[i]
@@ -100,13 +109,18 @@ def histogram(keys, bins: int, out=None):
 def _count(keys, out, bins: int) -> None:
     """Private rows summed where there are few bins (or, on the CPU, enough keys
     per bin), one atomic add per key elsewhere (the rows would take too much
-    memory, or cost more than the keys)."""
+    memory, or cost more than the keys). A CPU device of one thread, or fewer
+    keys than one chunk, counts in one serial pass straight into ``out``."""
     n = keys.size
     if n == 0 or bins == 0:
         count_keys(keys, out, bins)
         return
     if keys.device.type == "cpu":
-        rows = ROWS_PER_THREAD * keys.device.backend.num_threads
+        threads = keys.device.backend.num_threads
+        if threads == 1 or n < CHUNK:   # one thread counts into out itself
+            serial_counts(keys, out, bins, n)
+            return
+        rows = ROWS_PER_THREAD * threads
         chunks = min(rows, n // max(CHUNK, 4 * bins))
         if chunks < 2 and bins > PRIVATE_BINS:
             count_keys(keys, out, bins)
