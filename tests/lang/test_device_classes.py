@@ -123,6 +123,47 @@ def test_a_class_constant_is_a_literal(rng):
                                err_msg=f"seed={rng.seed}")
 
 
+def test_every_change_between_warm_calls_is_seen(rng):
+    """A warm call reuses the first call's reading of the object only while the
+    class, the attribute kinds and the constants are what they were: each
+    change below is seen by the next call."""
+    n = 6
+    x, anchors = rng.floats(n, low=-6, high=6), rng.floats(n)
+    xa, f = tack.array(x), tack.zeros(n)
+    spring = Spring(0.25, tack.array(anchors))
+
+    def check(rest, k, offset=1, obj=spring):
+        apply(obj, xa, f)
+        np.testing.assert_allclose(f.numpy(), spring_ref(x, anchors, rest, k, offset),
+                                   **F32, err_msg=f"seed={rng.seed} rest={rest} k={k}")
+
+    check(0.25, 2.0)
+    check(0.25, 2.0)
+    Spring.k = 3.5   # the class constant itself
+    try:
+        check(0.25, 3.5)
+    finally:
+        Spring.k = 2.0
+    check(0.25, 2.0)
+    for rest in (1, np.float32(-0.5), True, np.int16(2), 0.75):   # a scalar's type
+        spring.rest = rest
+        check(float(rest), 2.0)
+    spring.offset = np.int64(3)   # a constant shadowed by a NumPy number
+    check(0.75, 2.0, 3)
+    del spring.offset
+
+    class Stiff(Spring):   # a subclass: another class, its own constants
+        k, offset = 0.5, 1
+    stiff = tack.device_class(Stiff)(0.75, spring.anchors)
+    check(0.75, 0.5, obj=stiff)
+    check(0.75, 2.0)
+    spring.anchors = 1.0   # an array attribute that is no longer an array
+    with pytest.raises(TypeError, match=re.escape(
+            "Kernel 'apply': parameter 'spring.anchors' is used as an array, but the "
+            "argument is a f32 scalar")):
+        apply(spring, xa, f)
+
+
 # -- two classes named alike; garbage collection ---------------------------------------------
 
 def make_scaler(factor):

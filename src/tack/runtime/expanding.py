@@ -6,6 +6,9 @@ the classification and the constants' values select the expansion, and the
 runtime scalars and arrays replace the instance in the flat argument tuple.
 The flat tuple then goes through the ordinary signature table of its
 expansion, so a repeated call costs the attribute reads plus one lookup.
+The reads of a warm call are generated code (``fast_expander``) that checks
+them against the first call's classification and falls back to classifying
+when anything changed.
 
 A class's templates and variants are dropped when the class is garbage
 collected (keys hold its ``id``, never the class itself).
@@ -26,7 +29,7 @@ class Expanding:
     """The runner recorded for a signature that has device-class arguments."""
 
     __slots__ = ("kernel", "default", "debug", "positions", "names", "table",
-                 "shape_params", "display", "lock", "devices", "owner", "keys")
+                 "shape_params", "display", "lock", "devices", "owner", "keys", "fast")
 
     def __init__(self, kernel, args, default, debug: bool):
         self.kernel = kernel
@@ -47,6 +50,7 @@ class Expanding:
         self.owner = f"Kernel '{kernel.name}'"   # messages name it
         self.display: dict = {}     # expansion key -> {synthetic name: "obj.attr"}
         self.lock = threading.Lock()  # table updates
+        self.fast = None   # expand() for the first call's classification (below)
 
     def signature(self, flat):
         """The flat arguments' signature, by a function made once per count and
@@ -60,7 +64,9 @@ class Expanding:
         return entry[1](flat)
 
     def run(self, args):
-        flat, key = self.expand(args)
+        fast = self.fast
+        found = fast(args) if fast is not None else None
+        flat, key = found if found is not None else self.expand(args)
         runner = self.table.get((key, self.signature(flat)))
         try:
             if runner is None:
@@ -85,6 +91,8 @@ class Expanding:
                 flat.extend(getattr(obj, attr) for attr, kind, _ in classified
                             if kind == group)
             key.append((id(cls), classified))
+        if self.fast is None:
+            self.fast = fast_expander(self.positions, args, tuple(key))
         return tuple(flat), tuple(key)
 
     def bind(self, args, flat, key):
@@ -97,6 +105,54 @@ class Expanding:
                 self.table.clear()
             self.table.put((key, self.signature(flat)), runner)
         return runner
+
+
+def fast_expander(positions, args, key):
+    """``expand`` for calls whose objects classify as in ``key``, as generated
+    code: ``(flat, key)``, or None for a call it cannot vouch for (then
+    ``expand`` classifies). It checks, per object, the class (by id: a
+    collected class drops the runners that hold this function), each array
+    attribute's type, each run-time scalar's type (int, float, or the type the
+    first call had), and each compile-time constant by identity, in the
+    instance and in the class (another object may be another value), so any
+    call it answers classifies as ``key`` does."""
+    scope = {"Array": Array, "MISSING": _MISSING}
+    lines = ["def fast(args):", f"    if len(args) != {len(args)}: return None"]
+    flat = [f"args[{k}]" for k in range(len(args)) if k not in positions]
+    for k, (cls_id, classified) in zip(reversed(positions), key):
+        obj = args[k]
+        own, on_class = vars(obj) if hasattr(obj, "__dict__") else None, vars(type(obj))
+        if own is None:
+            return None   # __slots__: no instance dict to read; expand() handles it
+        lines += [f"    o{k} = args[{k}]",
+                  f"    if id(type(o{k})) != {cls_id}: return None",
+                  f"    d{k}, c{k} = o{k}.__dict__, type(o{k}).__dict__"]
+        for m, (attr, kind, _) in enumerate(classified):
+            name = f"v{k}_{m}"
+            scope[f"{name}_class"] = on_class.get(attr, _MISSING)
+            lines.append(f"    if c{k}.get({attr!r}, MISSING) is not {name}_class: "
+                         f"return None")
+            if kind == "const":
+                scope[f"{name}_own"] = own.get(attr, _MISSING)
+                lines.append(f"    if d{k}.get({attr!r}, MISSING) is not {name}_own: "
+                             f"return None")
+                continue
+            lines.append(f"    {name} = d{k}.get({attr!r}, MISSING)")
+            if kind == "array":
+                lines.append(f"    if type({name}) is not Array: return None")
+            else:
+                scope[f"{name}_types"] = frozenset({int, float, type(own[attr])})
+                lines.append(f"    if type({name}) not in {name}_types: return None")
+        for group in ("array", "scalar"):
+            flat += [f"v{k}_{m}" for m, (_, kind, _) in enumerate(classified)
+                     if kind == group]
+    scope["KEY"] = key
+    lines.append(f"    return ({''.join(v + ', ' for v in flat)}), KEY")
+    exec("\n".join(lines), scope)   # noqa: S102 - generated from names and positions
+    return scope["fast"]
+
+
+_MISSING = object()
 
 
 def expansion(kernel, positions, names, args, key):
