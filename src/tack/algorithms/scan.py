@@ -5,9 +5,9 @@
 floats add in a fixed order (within a chunk, then across chunks), from -0.0.
 The length is a scalar argument, ``n``: one variant serves every length.
 
-A CPU device of one thread runs the three passes as one (``serial_scan``),
-reading the values once: it keeps each chunk's total beside the running sum,
-so it adds in the same order and gets the same bits.
+One chunk, or a CPU device of one thread, runs the three passes as one
+(``serial_scan``), reading the values once: it keeps each chunk's total beside
+the running sum, so it adds in the same order and gets the same bits.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..runtime.array import shares_memory
 from ..runtime.creation import empty
 from ..runtime.kernel import library_kernel
 from .common import (CHUNK, chunks_of, require_1d, require_array, require_writable,
-                     same_device, scratch)
+                     same_device)
 
 
 @library_kernel
@@ -42,11 +42,11 @@ def scan_totals(totals, zero, count):
 
 
 @library_kernel
-def chunk_scan(x, out, offsets, chunk, inclusive, zero, empty_sum, n):
+def chunk_scan(x, out, offsets, chunk, inclusive, empty_sum, n):
     for c in range(len(offsets)):
         lo = c * chunk
         hi = min(lo + chunk, n)
-        running = offsets[c] if c > 0 else zero   # one chunk needs no offsets
+        running = offsets[c]
         if inclusive:
             for i in range(lo, hi):
                 running += x[i]
@@ -119,15 +119,14 @@ def _scan(name: str, values, out, inclusive: int):
     kind = values.dtype.numpy
     zero = kind.type(-0.0 if values.dtype.is_float else 0)
     count = chunks_of(values.size)
-    if count > 1 and getattr(values.device.backend, "num_threads", 0) == 1:
+    if count == 1 or getattr(values.device.backend, "num_threads", 0) == 1:
         serial_scan(values, out, CHUNK, count, inclusive, int(not values.dtype.is_float),
                     zero, kind.type(0), values.size)
         return out
-    totals = scratch(count, values.dtype, values.device)
-    if totals.size > 1:   # each chunk's offset: the sum of the chunks before it
-        chunk_totals(values, totals, CHUNK, zero, values.size)
-        scan_totals(totals, zero, totals.size)
-    chunk_scan(values, out, totals, CHUNK, inclusive, zero, kind.type(0), values.size)
+    totals = empty(count, values.dtype, device=values.device)
+    chunk_totals(values, totals, CHUNK, zero, values.size)
+    scan_totals(totals, zero, count)   # each chunk's offset: the sums before it
+    chunk_scan(values, out, totals, CHUNK, inclusive, kind.type(0), values.size)
     return out
 
 
