@@ -139,6 +139,45 @@ def k_inlined_in_while(a):
         a[i] = 2.0
 
 
+@tack.kernel
+def k_read_written(a):
+    a0 = a[0]
+    for i in range(len(a)):
+        a[i] = a[i] - a0
+
+
+@tack.func
+def last_of(v):
+    return v[len(v) - 1]
+
+
+@tack.kernel
+def k_read_written_inlined(a):
+    last = last_of(a)
+    for i in range(len(a)):
+        a[i] = a[i] / last
+
+
+@tack.kernel
+def k_read_atomic_target(a):
+    first = a[0]
+    for i in range(len(a)):
+        tack.atomic_add(a, 0, first)
+
+
+@tack.kernel
+def k_read_written_returned(a) -> float:
+    a0 = a[1]
+    for i in range(len(a)):
+        a[i] = a[i] - a0
+    return a0
+
+
+_READ_WRITTEN = ("unsupported read of 'a' before the parallel loop, which the loop "
+                 "writes: the statements before the loop run again for each chunk of "
+                 "iterations, so a later chunk would read what the loop wrote (read the "
+                 "value on the host and pass it as an argument) at line ")
+
 _REJECTED = [
     (k_store, (), "Kernel 'k_store': unsupported array store outside the parallel "
                   "loop at line 3, column 5"),
@@ -170,6 +209,13 @@ _REJECTED = [
                            "parallel loop at line 4, column 5"),
     (k_inlined_in_while, (), "Kernel 'k_inlined_in_while': unsupported loop outside "
                              "the parallel loop at line 4, column 5"),
+    (k_read_written, (), f"Kernel 'k_read_written': {_READ_WRITTEN}3, column 10"),
+    (k_read_written_inlined, (), "Device function 'last_of' (inlined into kernel "
+                                 f"'k_read_written_inlined'): {_READ_WRITTEN}3, column 12"),
+    (k_read_atomic_target, (), f"Kernel 'k_read_atomic_target': {_READ_WRITTEN}3, "
+                               f"column 13"),
+    (k_read_written_returned, (), f"Kernel 'k_read_written_returned': {_READ_WRITTEN}3, "
+                                  f"column 10"),
 ]
 
 
@@ -202,6 +248,22 @@ def k_scalars_before(a, b, s):
     n = len(a)
     for i in range(n):
         b[i] = a[i] * u + n
+
+
+@tack.kernel
+def k_read_other_array_before(a, b):
+    a0 = a[0] + last_of(a)   # a is only read by the loop: one value for every chunk
+    for i in range(len(b)):
+        b[i] = a[i % len(a)] - a0
+
+
+@pytest.mark.parametrize("n", [1, 7, 100_003])
+def test_reading_an_array_the_loop_only_reads_before_it(n, rng):
+    a_np = rng.floats(n)
+    b = tack.zeros(n, tack.f32)
+    k_read_other_array_before(tack.array(a_np), b)
+    np.testing.assert_array_equal(b.numpy(), a_np - (a_np[0] + a_np[-1]),
+                                  err_msg=f"seed={rng.seed}")
 
 
 @tack.kernel

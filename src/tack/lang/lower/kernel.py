@@ -89,6 +89,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         pre_ir = self.rebound_params(preamble, tree) + self.block(preamble)
         scope.check_outside_loop(pre_ir)
         loop = self.parallel_loop(loop_node, pre_ir)
+        scope.check_preamble_reads(pre_ir, loop)
         kernel = S.Function(self.source.name, params, pre_ir + (loop,),
                             span=self.source.span(tree))
         if returned is None:

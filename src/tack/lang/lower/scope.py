@@ -94,6 +94,28 @@ class Scope:
         before the parallel loop (inlined callees checked theirs already)."""
         self.reject(stmts, _OUTSIDE, "outside the parallel loop")
 
+    def check_preamble_reads(self, stmts, loop) -> None:
+        """Reject a read, before the parallel loop, of an array the loop stores
+        to or updates atomically: the statements before the loop run again for
+        every chunk of iterations (every work-item on a GPU), so a later run
+        would read what earlier iterations wrote (``x0 = x[0]`` before
+        ``x[i] -= x0``)."""
+        written = {node.array for node in walk(loop)
+                   if isinstance(node, (S.Store, E.Atomic))}
+        for root in stmts:
+            for node in walk(root):
+                if isinstance(node, E.Load) and node.array in written:
+                    span = node.span
+                    exc = UnsupportedSyntaxError(
+                        f"{self.owner(span)}: unsupported read of '{node.array}' before "
+                        f"the parallel loop, which the loop writes: the statements "
+                        f"before the loop run again for each chunk of iterations, so a "
+                        f"later chunk would read what the loop wrote (read the value "
+                        f"on the host and pass it as an argument) at line {span.line}, "
+                        f"column {span.col}")
+                    add_source_note(exc, span)
+                    raise exc
+
     def check_returned(self, nodes) -> None:
         """Reject what needs a workgroup in the IR of a kernel's returned value
         (inlined callees included)."""
