@@ -454,6 +454,27 @@ def k_np_type_call(a):
 
 
 @tack.kernel
+def k_whole_shape(a):
+    s = a.shape
+    for i in range(len(a)):
+        a[i] = 1.0
+
+
+@tack.kernel
+def k_rank(a):
+    for i in range(len(a)):
+        a[i] = len(a.shape)
+
+
+@tack.kernel
+def k_early_return(a):
+    for i in range(len(a)):
+        if i > 2:
+            return
+        a[i] = 1.0
+
+
+@tack.kernel
 def k_array_size(a):
     for i in range(a.size):
         a[i] = 0.0
@@ -601,6 +622,14 @@ _UNSUPPORTED = {
                     "tack.f32()) at line 4, column 16",
     k_array_size: "unsupported attribute 'size' here (a kernel reads an array's len(a) "
                   "and a.shape[k]) at line 3, column 20",
+    k_whole_shape: "unsupported attribute 'shape' here (a kernel reads a.shape[k], or "
+                   "unpacks all of it: n, m = a.shape) at line 3, column 9",
+    k_rank: "unsupported use of a whole shape (an array's rank is the number of "
+            "indices the kernel uses; its extents are a.shape[k], or n, m = a.shape) "
+            "at line 4, column 20",
+    k_early_return: "unsupported Return (a kernel returns a value only from an "
+                    "annotated final return statement; to end one iteration early, "
+                    "use continue) at line 5, column 13",
     k_python_function: "unsupported call to 'plain_python' (not a statically bound "
                        "@tack.func or a supported kernel intrinsic) at line 4, "
                        "column 16",

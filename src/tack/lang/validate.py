@@ -145,8 +145,10 @@ class _Validator(ast.NodeVisitor):
 
     def visit_Return(self, node: ast.Return):
         if self.source.kind == "Kernel":
+            early = ("; to end one iteration early, use continue"
+                     if self.loops and node.value is None else "")
             self.reject("Return (a kernel returns a value only from an annotated "
-                        "final return statement)", node)
+                        f"final return statement{early})", node)
         if self.loops:
             self.reject("return inside a loop", node)
         if node.value is not None:

@@ -78,9 +78,19 @@ def _array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
         elif (isinstance(node, ast.Attribute) and node.attr == "shape"
               and isinstance(node.value, ast.Name)):
             uses.record(node.value.id, 0, node)
+        elif _unpacked_shape(node):   # n, m = a.shape: the rank is the name count
+            uses.record(node.value.value.id, len(node.targets[0].elts), node)
         elif isinstance(node, ast.Call):
             _record_call(uses, node, bindings, _active)
     return uses
+
+
+def _unpacked_shape(node) -> bool:
+    """Whether ``node`` is ``n, m, ... = a.shape``."""
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple)
+            and isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+            and isinstance(node.value.value, ast.Name))
 
 
 def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings,

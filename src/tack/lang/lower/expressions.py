@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import math
 
+import numpy as np
+
 from ...ir import expressions as E
 from ...ir import statements as S
 from .vectors import Vec
@@ -27,6 +29,8 @@ COMPARE = {
 }
 MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf,
                   "nan": math.nan, "tau": math.tau}
+# NumPy's spellings of the same values (np.pi is math.pi), as Numba takes them
+NUMPY_CONSTANTS = frozenset({"pi", "e", "inf", "nan"})
 
 
 # NumPy's array attributes a kernel does not have (a hint names what it does)
@@ -122,15 +126,18 @@ class ExpressionLowering:
 
     def expr_Attribute(self, node: ast.Attribute) -> E.Expr:
         module = self.scope.bindings.resolve_module(node.value)
-        if module is math and node.attr in MATH_CONSTANTS:
+        if (module is math or module is np and node.attr in NUMPY_CONSTANTS) and \
+                node.attr in MATH_CONSTANTS:
             return E.Const(MATH_CONSTANTS[node.attr], span=self.scope.span(node))
         if module is None and not _is_array_name(self, node.value):
             base = self.value(node.value)
             if isinstance(base, Vec):
                 return self.attribute_of(base, node)
-        hint = (" (a kernel reads an array's len(a) and a.shape[k])"
-                if node.attr in _ARRAY_ATTRIBUTES and _is_array_name(self, node.value)
-                else "")
+        hint = ""
+        if _is_array_name(self, node.value) and node.attr == "shape":
+            hint = " (a kernel reads a.shape[k], or unpacks all of it: n, m = a.shape)"
+        elif _is_array_name(self, node.value) and node.attr in _ARRAY_ATTRIBUTES:
+            hint = " (a kernel reads an array's len(a) and a.shape[k])"
         raise self.scope.unsupported(f"attribute '{node.attr}' here{hint}", node)
 
     # -- arrays -------------------------------------------------------------------
@@ -140,6 +147,10 @@ class ExpressionLowering:
             return self.scope.arrays[node.id]
         if isinstance(node, ast.Name) and node.id not in self.scope.bound:
             raise self.scope.error(NameError, f"name '{node.id}' is not defined", node)
+        if isinstance(node, ast.Attribute) and node.attr == "shape":
+            raise self.scope.unsupported(
+                "use of a whole shape (an array's rank is the number of indices the "
+                "kernel uses; its extents are a.shape[k], or n, m = a.shape)", node)
         raise self.scope.unsupported("array access on something that is not an "
                                      "array parameter", node)
 

@@ -141,6 +141,10 @@ class StatementLowering:
                 raise self.scope.unsupported(
                     f"unpacking of {len(values or ())} values into "
                     f"{len(target.elts)} names", node)
+        elif (isinstance(value_node, ast.Attribute) and value_node.attr == "shape"
+              and isinstance(value_node.value, ast.Name)
+              and value_node.value.id in self.scope.arrays):
+            values = self.unpacked_shape(value_node, len(target.elts))
         else:
             raise self.scope.unsupported("unpacking of a value that is not a tuple",
                                          node)
@@ -148,6 +152,19 @@ class StatementLowering:
         for elt, value in zip(target.elts, values):
             out.extend(self.assign_value(elt, value, node))
         return out
+
+    def unpacked_shape(self, shape: ast.Attribute, count: int) -> list:
+        """``n, m = a.shape``: each extent, the array's rank being ``count`` (a
+        scalar array's rank is recorded from it; an array of vectors has its
+        own, checked here)."""
+        array = self.array_name(shape.value)
+        element = self.elements.get(array)
+        if element is not None and count != self.array_ndims[array]:
+            ndim = self.array_ndims[array]
+            raise self.scope.error(TypeError, f"unpacking {array}.shape, of an array with "
+                                   f"{ndim} dimension(s) (of {element} elements), into "
+                                   f"{count} names", shape)
+        return [self.extent(array, k, self.scope.span(shape)) for k in range(count)]
 
     def held(self, value: E.Expr) -> E.Expr:
         """``value`` read now, into a temporary unless it is a constant."""

@@ -345,7 +345,12 @@ class VectorLowering:
         values = self.ordered(node.args, vectors=True)
         for v, arg in zip(values, node.args):
             if not isinstance(v, Vec) or v.kind != "vec":
-                raise self.vector_error(f"{name}() takes vectors", arg)
+                hint = ""
+                if isinstance(v, E.Load):
+                    hint = (f" ({ast.unparse(arg)} is one scalar of array "
+                            f"'{v.array}': for an array of vectors, make it with "
+                            f"dtype=tack.vec3() or another vector type)")
+                raise self.vector_error(f"{name}() takes vectors{hint}", arg)
         return values
 
     def intrinsic_dot(self, node):
