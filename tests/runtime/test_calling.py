@@ -126,8 +126,9 @@ def test_a_call_returns_none_or_the_annotated_return_value(rng):
 
 @pytest.mark.parametrize("value,name", [
     ("1", "str"), (None, "NoneType"), ([1], "list"), ((1,), "tuple"), (1 + 2j, "complex"),
-    (np.zeros(3), "numpy.ndarray; make it a tack.Array first: tack.asarray(a) (a copy on "
-                  "the default device), or tack.from_dlpack(a) (no copy on the CPU)"),
+    (np.zeros(3), "numpy.ndarray; the kernel uses it as a number, and a vector or "
+                  "matrix is not a kernel argument: pass its components as numbers, or a "
+                  "one-element array, tack.array([g], dtype=tack.vec3()), and read g[0]"),
     (np.bool_(True), "numpy.bool"),
     (np.complex64(1), "numpy.complex64"), (tack.f32, "tack.types.ScalarType"), ({}, "dict"),
     (object(), "object"),
@@ -140,6 +141,14 @@ def test_unsupported_argument_types_raise_type_error(value, name):
         store(out, value)
     assert str(info.value).count("Kernel 'store'") == 1
     assert out.numpy().tolist() == [7, 7]
+
+
+def test_a_numpy_array_for_an_array_parameter_says_how_to_wrap_it():
+    with pytest.raises(TypeError, match=re.escape(
+            "Kernel 'store': Unsupported argument type for parameter 'out': "
+            "numpy.ndarray; make it a tack.Array first: tack.asarray(a) (a copy on the "
+            "default device), or tack.from_dlpack(a) (no copy on the CPU)") + "$"):
+        store(np.zeros(3, np.int32), 1)
 
 
 def test_keyword_arguments_are_rejected():

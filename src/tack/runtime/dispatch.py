@@ -133,11 +133,16 @@ def classify(kernel_name: str, params, args) -> tuple:
             continue
         kind = _scalar_kind(a)
         if kind is None:
-            hint = ("; make it a tack.Array first: tack.asarray(a) (a copy on the "
-                    "default device), or tack.from_dlpack(a) (no copy on the CPU)"
-                    if not isinstance(a, np.generic) and (
-                        hasattr(a, "__array_interface__") or hasattr(a, "__dlpack__"))
-                    else "")
+            hint = ""
+            if not isinstance(a, np.generic) and (
+                    hasattr(a, "__array_interface__") or hasattr(a, "__dlpack__")):
+                hint = ("; make it a tack.Array first: tack.asarray(a) (a copy on the "
+                        "default device), or tack.from_dlpack(a) (no copy on the CPU)"
+                        if param.is_array else
+                        "; the kernel uses it as a number, and a vector or matrix is "
+                        "not a kernel argument: pass its components as numbers, or a "
+                        "one-element array, tack.array([g], dtype=tack.vec3()), and "
+                        "read g[0]")
             raise TypeError(f"Kernel '{kernel_name}': Unsupported argument type for "
                             f"parameter '{param.name}': {_type_name(a)}{hint}")
         specs.append(kind)
