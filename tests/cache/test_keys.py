@@ -190,6 +190,44 @@ def test_debug_messages_name_the_current_line_after_a_warm_start(tmp_path, cache
     assert message().endswith(where.format(9))
 
 
+JOB_SCRIPT = """\
+import numpy as np
+import tack
+
+
+@tack.kernel
+def doubled(a, out):
+    for i in range(len(out)):
+        out[i] = 2.0 * a[i]
+
+
+out = tack.zeros(3)
+doubled(tack.array(np.arange(3.0, dtype=np.float32)), out)
+assert out.numpy().tolist() == [0.0, 2.0, 4.0]
+print(tack.cache.stats()["misses"])
+"""
+
+
+def test_a_script_named_by_another_path_hits_the_same_entries(tmp_path, cache_dir, tools):
+    """``python job.py`` names the script absolutely, ``python -m mpi4py job.py``
+    (runpy.run_path) relatively, ``python ./job.py`` with a dot: one key."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "job.py").write_text(JOB_SCRIPT)
+    run_path = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
+
+    def misses(*command):
+        done = subprocess.run([sys.executable, *command], cwd=folder, capture_output=True,
+                              env=tools.child_env(cache_dir), text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.split()[-1])
+
+    assert misses("job.py") > 0
+    assert misses("-c", run_path, "job.py") == 0
+    assert misses("./job.py") == 0
+    assert misses(os.path.join("..", "job", "job.py")) == 0
+
+
 DEVICE_CLASS_KERNEL = '''\
 import tack
 import helpers

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import os
 import textwrap
 from dataclasses import dataclass
 
@@ -52,7 +53,11 @@ def read_source(fn, kind: str) -> Source:
     name = getattr(fn, "__name__", repr(fn))
     try:
         lines, first_line = inspect.getsourcelines(fn)
-        file = inspect.getsourcefile(fn) or "<unknown>"
+        file = inspect.getsourcefile(fn)
+        # One spelling per file: it is part of the disk cache's key, and
+        # "python job.py" and "python -m mpi4py job.py" name the script
+        # differently (absolute, relative).
+        file = os.path.normpath(os.path.abspath(file)) if file else "<unknown>"
     except (OSError, TypeError) as exc:
         raise RuntimeError(
             f"Cannot read the source of {kind.lower()} '{name}'. Tack compiles "
