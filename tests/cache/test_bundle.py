@@ -186,6 +186,10 @@ SHAPES = {
     "a header that is not an object": (
         lambda data, gen, tools: tools.make_bundle([1, 2], b""),
         "damaged header (not a JSON object)"),
+    "a header nested past the recursion limit": (
+        lambda data, gen, tools: data[:8] + struct.pack("<Q", 200_000)
+        + b"[" * 100_000 + b"]" * 100_000,
+        "damaged header (RecursionError: "),
 }
 
 

@@ -70,6 +70,15 @@ def header_not_an_object(data, gen, tools):
     return tools.make_entry([1, 2, 3], tools.read_entry(data)[1])
 
 
+def header_nested_too_deep(data, gen, tools):
+    """A checksum-valid entry whose header JSON nests past the recursion limit."""
+    import hashlib
+    head = b"[" * 100_000 + b"]" * 100_000
+    payload = tools.read_entry(data)[1]
+    return (data[:8] + struct.pack("<I", len(head)) + head + struct.pack("<Q", len(payload))
+            + payload + hashlib.sha256(head + payload).digest())
+
+
 LOOKUP_SHAPES = {
     "zero length": lambda data, gen, tools: b"",
     "truncated in the header": truncated("header"),
@@ -84,6 +93,7 @@ LOOKUP_SHAPES = {
     "header length past the end": header_length_past_end,
     "payload length past the end": payload_length_past_end,
     "a header that is not an object": header_not_an_object,
+    "a header nested past the recursion limit": header_nested_too_deep,
 }
 
 

@@ -249,3 +249,51 @@ def test_an_entry_file_of_another_user_is_ignored(tmp_path, kernels, seed):
         assert tack.cache.stats()["hits"] == 0
     finally:
         tack.cache.configure()
+
+
+def test_a_directory_spelled_with_two_leading_slashes_is_used(tmp_path, kernels, seed):
+    """POSIX keeps exactly two leading slashes in an absolute path (Linux reads
+    them as one): no symbolic link is involved (TACK_CACHE_DIR=/$TMPDIR/x)."""
+    directory = "/" + os.fspath(tmp_path / "cache")
+    tack.cache.configure(directory=directory, mode="write")
+    try:
+        tack.cache.reset_stats()
+        assert run_twice(kernels, seed) == []
+        assert tack.cache.stats()["writes"] == 4
+    finally:
+        tack.cache.configure()
+
+
+def test_a_bytes_directory_is_a_path_like_any_other(tmp_path, kernels, seed):
+    directory = tmp_path / "cache"
+    tack.cache.configure(directory=os.fsencode(directory), mode="write")
+    try:
+        tack.cache.reset_stats()
+        assert run_twice(kernels, seed) == []
+        assert tack.cache.stats()["writes"] == 4
+        assert tack.cache.describe(os.fsencode(directory))["entries"] == 4
+        path, count = tack.cache.pack(os.fsencode(directory))
+        assert count == 4 and os.path.exists(path)
+        assert tack.cache.prune(os.fsencode(directory), max_size=0)[0] == 4
+    finally:
+        tack.cache.configure()
+
+
+def test_a_cache_directory_removed_during_a_run_comes_back_private(tmp_path, kernels,
+                                                                   seed):
+    """makedirs gives its mode to the last directory only: the cache directory
+    came back as 0777 less the umask (0775 under umask 002), which the next
+    process refused as writable by others."""
+    import shutil
+    directory = tmp_path / "cache"
+    tack.cache.configure(directory=directory, mode="write")
+    old = os.umask(0o002)
+    try:
+        assert run_twice(kernels, seed) == []
+        shutil.rmtree(directory)
+        assert run_twice(kernels, seed) == []
+        for path in (directory, directory / tack.__version__):
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o700, path
+    finally:
+        os.umask(old)
+        tack.cache.configure()

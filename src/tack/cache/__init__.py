@@ -41,7 +41,7 @@ def prune(directory=None, max_size=None) -> tuple:
     current = _settings.current()
     limit = current.max_size if max_size is None else _settings.parse_size(
         max_size, "max_size")
-    return _store.prune(os.fspath(directory or current.directory), limit)
+    return _store.prune(os.fsdecode(os.fspath(directory or current.directory)), limit)
 
 
 def clear(directory=None, all_versions=False) -> int:
@@ -49,7 +49,7 @@ def clear(directory=None, all_versions=False) -> int:
     the number of files removed. Only names the cache makes are touched."""
     from .bundle import bundle_path, is_bundle_name
     from .core import versions
-    root = os.fspath(directory or _settings.current().directory)
+    root = os.fsdecode(os.fspath(directory or _settings.current().directory))
     removed = 0
     version = versions()["tack"]
     for path, _, _ in _store.entry_files(root):
@@ -76,7 +76,7 @@ def describe(directory=None) -> dict:
     """The settings, entry count and size, and the bundle, as a dict."""
     from .bundle import bundle_path
     current = _settings.current()
-    root = os.fspath(directory or current.directory)
+    root = os.fsdecode(os.fspath(directory or current.directory))
     entries = _store.entry_files(root)
     bundle = bundle_path(root)
     return {

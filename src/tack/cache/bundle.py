@@ -40,7 +40,7 @@ def pack(directory=None) -> tuple:
     """Write this Tack version's entries into one bundle; returns (path, count).
     ``OSError`` if the bundle could not be written: unlike an entry's, this
     write is what the caller asked for."""
-    root = os.fspath(directory or S.current().directory)
+    root = os.fsdecode(os.fspath(directory or S.current().directory))
     version_dir = os.path.join(root, versions()["tack"])
     index, blobs, offset = [], [], 0
     names = sorted(os.listdir(version_dir)) if os.path.isdir(version_dir) else []
@@ -68,8 +68,8 @@ def parse(data: bytes) -> dict:
     try:
         (size,) = _SIZE.unpack_from(data, 8)
         header = json.loads(data[16:16 + size])
-    except (struct.error, ValueError) as exc:
-        raise ValueError(f"damaged header ({exc})") from None
+    except (struct.error, ValueError, RecursionError) as exc:   # deep JSON nesting
+        raise ValueError(f"damaged header ({type(exc).__name__}: {exc})") from None
     if not isinstance(header, dict):
         raise ValueError("damaged header (not a JSON object)")
     mine = versions()
@@ -113,7 +113,7 @@ def _read(path: str) -> bytes:
 def load_bundle(path=None, comm=None) -> int:
     """Load a bundle (default: the cache directory's, for this version) into the
     process; collective over ``comm`` when given. Returns the number of entries."""
-    path = os.fspath(path or bundle_path(S.current().directory))
+    path = os.fsdecode(os.fspath(path or bundle_path(S.current().directory)))
     if comm is None:
         try:
             entries = parse(_read(path))

@@ -87,7 +87,7 @@ def configure(directory=None, mode=None, max_size=None) -> None:
     global _current
     checked = {}
     if directory is not None:
-        checked["directory"] = os.fspath(directory)
+        checked["directory"] = os.fsdecode(os.fspath(directory))   # bytes paths too
     if mode is not None:
         checked["mode"] = parse_mode(mode, "mode")
     if max_size is not None:

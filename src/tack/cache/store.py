@@ -55,7 +55,10 @@ def warn(message: str) -> None:
 
 def unsafe_reason(path: str):
     """Why ``path`` may not hold code Tack executes, or None (OSError if missing)."""
-    if os.path.realpath(path) != os.path.abspath(path):
+    absolute = os.path.abspath(path)
+    if absolute.startswith("//"):   # POSIX keeps two leading slashes; Linux reads one
+        absolute = "/" + absolute.lstrip("/")
+    if os.path.realpath(path) != absolute:
         return "it is reached through a symbolic link"
     return owner_reason(os.stat(path))
 
@@ -116,7 +119,7 @@ def decode_entry(data: bytes, expected: dict):
         if hashlib.sha256(head + payload).digest() != digest:
             return None
         header = json.loads(head)
-    except (struct.error, ValueError, UnicodeDecodeError):
+    except (struct.error, ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(header, dict):
         return None
@@ -183,12 +186,27 @@ def write_atomic(path: str, data: bytes) -> bool:
     return True
 
 
+def make_private_directories(directory: str) -> None:
+    """``os.makedirs`` with mode 0700 at every level it creates (``makedirs``
+    gives the mode to the last one only: a cache directory removed during a
+    run came back as 0777 less the umask, which later processes refuse)."""
+    if os.path.isdir(directory):
+        return
+    parent = os.path.dirname(directory)
+    if parent and parent != directory:
+        make_private_directories(parent)
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+
+
 def publish(path: str, data: bytes) -> None:
     """Write ``data`` to a temporary file, fsync it and rename it to ``path``;
     ``OSError`` saying what failed (the temporary is removed)."""
     directory = os.path.dirname(path)
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        make_private_directories(directory)
         fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
     except OSError as exc:   # the strerror: the temporary's random name is no help
         raise OSError(exc.errno, f"Tack's kernel cache could not write in {directory}: "
