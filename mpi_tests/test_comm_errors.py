@@ -212,6 +212,39 @@ def test_equal_margins_agree_whatever_the_sign_of_zero(comm, rng):
         blocks.link_by_bounds(bounds, margin)
     world.free()
 
+def test_calls_through_another_blocks_or_routing(comm, rng):
+    """One rank calls through a second Blocks of the world (a rebalanced layout
+    that one code path kept), or sends through another Routing: each call raises
+    on every rank (it hung, dropped a block, or mixed two routings' deliveries)."""
+    blocks, world, bad = setup(comm, per_rank=1)
+    if comm.Get_size() == 1:
+        return
+    size, rank = comm.Get_size(), comm.Get_rank()
+    other = tack.Blocks(["cpu"] * (2 if rank == 0 else 1), world)   # on every rank
+    mine = other if bad else blocks
+    values = {g: float(g) for g in mine.local}
+    keys = {g: tack.array(np.array([g, 1], np.int64)) for g in mine.local}
+    bounds = {g: ((float(g),), (g + 1.0,)) for g in mine.local}
+    points = {g: tack.array(np.array([[g + 0.5]])) for g in mine.local}
+    for call, args in [("all_reduce", (values,)), ("all_gather", (values,)),
+                       ("exclusive_scan", (values,)), ("exchange", ({},)),
+                       ("sort_by_key", (keys,)), ("link_by_bounds", (bounds,))]:
+        everywhere(comm, blocks, ValueError, f"Blocks.{call}(): the Blocks differs "
+                   f"between ranks", getattr(mine, call), *args)
+    everywhere(comm, blocks, ValueError, "Routing(): the Blocks differs between ranks",
+               tack.Routing, mine, bounds, points)
+    bounds = {g: ((float(g),), (g + 1.0,)) for g in blocks.local}
+    first, second = (tack.Routing(blocks, bounds, {g: tack.array(np.array([[x]]))
+                                                   for g in blocks.local})
+                     for x in (0.5, size - 0.5))
+    payloads = {g: {"id": tack.array(np.array([g]))} for g in blocks.local}
+    everywhere(comm, blocks, ValueError, "Routing.send(): the Routing differs between "
+               "ranks", (second if bad else first).send, payloads)
+    assert {g: p["id"].numpy().tolist() for g, p in first.send(payloads).items()} == \
+        ({0: list(range(size))} if rank == 0 else {g: [] for g in blocks.local})
+    world.free()
+
+
 def test_calls_in_different_order(comm, rng):
     blocks, world, bad = setup(comm)
     if comm.Get_size() == 1:

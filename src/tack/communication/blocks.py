@@ -40,6 +40,10 @@ class Blocks:
         self.count = self._offsets[-1]
         self.local = range(self._offsets[self.world.rank],
                            self._offsets[self.world.rank + 1])
+        # Made collectively, so every rank numbers it alike: each call agrees on
+        # it (ranks calling through different Blocks would route by different
+        # layouts, and hang or drop blocks).
+        self.id = self.world.next_serial()
 
     def __repr__(self) -> str:
         return (f"tack.Blocks(local={self.local.start}..{self.local.stop - 1}, "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import values as V
-from .errors import fault, require_every_local
+from .errors import fault, require_every_local, the_blocks
 from .world import TAG_TREE, wait_all
 
 TAG_SCAN, TAG_BCAST = TAG_TREE + 64, TAG_TREE + 128
@@ -35,7 +35,8 @@ def _begin(blocks, call: str, values, op: str):
     kind = None if error else checked[0]
     blocks.world.agree(call, error, [(kind, TypeError, f"{call}: the values' type or "
                                                         f"shape"),
-                                     (None if error else op, ValueError, f"{call}: op")])
+                                     (None if error else op, ValueError, f"{call}: op"),
+                                     the_blocks(blocks, call)])
     return checked
 
 
@@ -194,7 +195,7 @@ def link_by_bounds(blocks, bounds, margin) -> dict:
     blocks.world.agree(call, error, [(dims, ValueError,
                                       f"{call}: the boxes' number of dimensions"),
                                      (None if error else float(margin), ValueError,
-                                      f"{call}: margin")])
+                                      f"{call}: margin"), the_blocks(blocks, call)])
     everything = [box for part in blocks.world.allgather(boxes) for box in part]
     if not everything:
         return {}

@@ -19,6 +19,13 @@ from ..runtime.array import Array
 _PLAIN = (str, bytes, int, float, bool, type(None))
 
 
+def the_blocks(blocks, call: str) -> tuple:
+    """The agreement field of the ``Blocks`` a call goes through: ranks calling
+    through different ones raise ``ValueError: <call>: the Blocks differs between
+    ranks`` on every rank (``World.agree``)."""
+    return (blocks.id, ValueError, f"{call}: the Blocks")
+
+
 def fault(check, *args):
     """``(result, None)`` of ``check(*args)``, or ``(None, exception)``: any
     exception, ``BaseException`` included (a user's ``holds`` may raise

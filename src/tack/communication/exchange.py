@@ -26,7 +26,8 @@ import weakref
 
 from .. import types as T
 from . import pairs, transport
-from .errors import fault, require_dict, require_gid, require_named_arrays
+from .errors import (fault, require_dict, require_gid, require_named_arrays,
+                     the_blocks)
 from .express import Express
 from .world import _EMPTY, channel_tag, wait_all
 
@@ -126,6 +127,7 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
         fields: more values that must agree across ranks (see ``World.agree``).
     """
     world = blocks.world
+    fields = [the_blocks(blocks, call), *fields]
     channel = world.cache.get(("exchange", call))
     if channel is None:
         channel = world.cache[("exchange", call)] = _Channel(call)

@@ -184,7 +184,8 @@ class Plan:
         return views
 
     def free(self) -> None:
-        """Release the buffers and requests (the plan cannot run after)."""
+        """Release the buffers and persistent requests; a later ``run`` makes
+        them again."""
         if self._state is not None:
             self._state.free()
         self._state = None

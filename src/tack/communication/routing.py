@@ -25,7 +25,7 @@ from . import transport
 from .candidates import BoxIndex, best_answer, per_block
 from .collectives import box
 from .errors import (fault, require_array, require_every_local, require_on_device,
-                     row_layout)
+                     row_layout, the_blocks)
 from .exchange import exchange
 
 CALL, SEND, REPLY = "Routing()", "Routing.send()", "Routing.reply()"
@@ -52,7 +52,9 @@ class Routing:
         dims = boxes[0][1].__len__() if boxes else None
         world.agree(CALL, error, [(dims, ValueError, f"{CALL}: the number of dimensions"),
                                   (holds is None, ValueError,
-                                   f"{CALL}: whether holds is given")])
+                                   f"{CALL}: whether holds is given"),
+                                  the_blocks(blocks, CALL)])
+        self.id = world.next_serial()   # send and reply agree on it
         index = BoxIndex([b for part in world.allgather(boxes) for b in part])
         if holds is None:
             chosen = {g: index.lowest(coords[g]) for g in blocks.local}
@@ -114,8 +116,13 @@ class Routing:
                 messages[g] = {d: {n: _to_device(r[i], device=blocks.device(g))
                                    for n, r in rows.items()}
                                for d, i in self._routes[g].items()}
-        received = exchange(blocks, messages, SEND, error, _same(SEND, layout))
+        received = exchange(blocks, messages, SEND, error, self._same(SEND, layout))
         return {g: _stack(received[g], layout, blocks.device(g)) for g in blocks.local}
+
+    def _same(self, call: str, layout) -> list:
+        """The fields send and reply agree on: the payloads' layout, and this
+        Routing (ranks sending through different ones would mix deliveries)."""
+        return _same(call, layout) + [(self.id, ValueError, f"{call}: the Routing")]
 
     def reply(self, answers: dict) -> dict:
         """Return per-point rows from the destinations to the points' origins.
@@ -141,7 +148,7 @@ class Routing:
                                                          device=blocks.device(d))
                                            for n, r in rows.items()}
                     start += count
-        received = exchange(blocks, messages, REPLY, error, _same(REPLY, layout))
+        received = exchange(blocks, messages, REPLY, error, self._same(REPLY, layout))
         out = {}
         for g in blocks.local:
             n = len(self._destination[g])

@@ -28,7 +28,8 @@ from ..runtime.creation import arange
 from ..runtime.host_ops import concat
 from . import transport
 from .errors import (agreed_error, error_record, fault, require_array,
-                     require_every_local, require_on_device, row_layout)
+                     require_every_local, require_on_device, row_layout,
+                     the_blocks)
 from .world import TAG_DATA, wait_all
 
 CALL = "Blocks.sort_by_key()"
@@ -43,7 +44,7 @@ def sort_by_key(blocks, keys, values):
     # The agreement travels while this rank sorts its own keys (which reads and
     # writes nothing of the caller's); a rank with an error does not sort.
     world.begin(CALL, error, [
-        (key_type, TypeError, f"{CALL}: the keys' type"),
+        the_blocks(blocks, CALL), (key_type, TypeError, f"{CALL}: the keys' type"),
         (payload, ValueError, f"{CALL}: whether values are given"),
         (layout, TypeError,
          f"{CALL}: the layout of the values (names, types, trailing shapes)")])
