@@ -118,7 +118,8 @@ def test_write_mode_creates_a_missing_directory_private(tmp_path, kernels, seed)
     tack.cache.configure(directory=directory, mode="write")
     try:
         assert run_twice(kernels, seed) == []
-        assert stat.S_IMODE(os.stat(directory).st_mode) & 0o077 == 0
+        for level in (directory.parent, directory):   # every level it made
+            assert stat.S_IMODE(os.stat(level).st_mode) == 0o700, level
         assert tack.cache.describe()["entries"] == 4
         for path in files_under(directory):
             assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path

@@ -475,6 +475,14 @@ def k_early_return(a):
 
 
 @tack.kernel
+def k_return_in_inner_loop(a):
+    for i in range(len(a)):
+        for j in range(3):
+            return
+        a[i] = 1.0
+
+
+@tack.kernel
 def k_array_size(a):
     for i in range(a.size):
         a[i] = 0.0
@@ -630,6 +638,8 @@ _UNSUPPORTED = {
     k_early_return: "unsupported Return (a kernel returns a value only from an "
                     "annotated final return statement; to end one iteration early, "
                     "use continue) at line 5, column 13",
+    k_return_in_inner_loop: "unsupported Return (a kernel returns a value only from "
+                            "an annotated final return statement) at line 5, column 13",
     k_python_function: "unsupported call to 'plain_python' (not a statically bound "
                        "@tack.func or a supported kernel intrinsic) at line 4, "
                        "column 16",
@@ -742,3 +752,16 @@ def test_loop_exit_outside_any_loop(statement, rng, monkeypatch):
     _assert_rejected(kernel, f"unsupported {statement} outside a loop at line 4, "
                              f"column 9", a)
     np.testing.assert_array_equal(a.numpy(), data, err_msg=f"seed={rng.seed}")
+
+
+def test_a_cell_of_ipython_keeps_its_name_and_its_source_lines(rng, monkeypatch):
+    """A pseudo file name ("<ipython-input-...>") is not a path: the error's
+    note shows the line from linecache, as Python's own tracebacks do."""
+    text = _COMPILED.replace("a[i] = 1.0", "a[i] = undefined_name")
+    kernel = _kernel_from_text(text, "cell", monkeypatch)
+    assert kernel.source.file == "<tack-lang-test-cell>"
+    with pytest.raises(NameError) as info:
+        kernel(tack.zeros(3))
+    assert info.value.__notes__ == ['  File "<tack-lang-test-cell>", line 4\n'
+                                    '    a[i] = undefined_name\n'
+                                    '           ^']

@@ -129,6 +129,7 @@ def test_a_call_returns_none_or_the_annotated_return_value(rng):
     (np.zeros(3), "numpy.ndarray; the kernel uses it as a number, and a vector or "
                   "matrix is not a kernel argument: pass its components as numbers, or a "
                   "one-element array, tack.array([g], dtype=tack.vec3()), and read g[0]"),
+    (np.zeros(()), "numpy.ndarray; the kernel uses it as a number: pass a.item()"),
     (np.bool_(True), "numpy.bool"),
     (np.complex64(1), "numpy.complex64"), (tack.f32, "tack.types.ScalarType"), ({}, "dict"),
     (object(), "object"),

@@ -80,7 +80,7 @@ def usable_directory(path: str, create: bool, inner: str = None) -> bool:
         if not os.path.isdir(path):
             if not create:
                 return False
-            os.makedirs(path, mode=0o700, exist_ok=True)
+            make_private_directories(path)
         reason = unsafe_reason(path)
         if reason is None and inner is not None and os.path.lexists(inner):
             reason, path = unsafe_reason(inner), inner

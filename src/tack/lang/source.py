@@ -57,7 +57,11 @@ def read_source(fn, kind: str) -> Source:
         # One spelling per file: it is part of the disk cache's key, and
         # "python job.py" and "python -m mpi4py job.py" name the script
         # differently (absolute, relative).
-        file = os.path.normpath(os.path.abspath(file)) if file else "<unknown>"
+        # (A pseudo-name such as IPython's "<ipython-input-1-...>" stays as it is.)
+        if not file:
+            file = "<unknown>"
+        elif not (file.startswith("<") and file.endswith(">")):
+            file = os.path.normpath(os.path.abspath(file))
     except (OSError, TypeError) as exc:
         raise RuntimeError(
             f"Cannot read the source of {kind.lower()} '{name}'. Tack compiles "

@@ -146,7 +146,8 @@ class _Validator(ast.NodeVisitor):
     def visit_Return(self, node: ast.Return):
         if self.source.kind == "Kernel":
             early = ("; to end one iteration early, use continue"
-                     if self.loops and node.value is None else "")
+                     if self.loops and self.loops[-1] is self.parallel_loop
+                     and node.value is None else "")
             self.reject("Return (a kernel returns a value only from an annotated "
                         f"final return statement{early})", node)
         if self.loops:

@@ -320,9 +320,12 @@ class Array:
         count = max(stop - start, 0)
         row = self._dtype.itemsize * math.prod(self._shape[1:])
         buffer, address = self._buffer, self._ptr + start * row
-        if start and count and hasattr(buffer, "sub_buffer"):
-            # Kernels receive this buffer itself, not an address (OpenCL).
-            # Its addresses count bytes from the start of the allocation.
+        if count and count < self._shape[0] and hasattr(buffer, "sub_buffer"):
+            # Kernels receive this buffer itself, not an address (OpenCL): a
+            # part of it is a sub-buffer, also from 0, so two disjoint views in
+            # one launch are two disjoint sub-buffers (OpenCL leaves a buffer
+            # used with a sub-buffer of it undefined). Its addresses count bytes
+            # from the start of the allocation.
             buffer, address = buffer.sub_buffer(address, count * row), None
         return Array(buffer, (count,) + self._shape[1:], self._dtype, self._device,
                      self._writable, address=address)

@@ -44,6 +44,10 @@ def _scalar_kind(value):
 # what _scalar_kind answers for these, without its calls: every warm call
 # with a Python int or a NumPy float scalar argument asks
 _NP_FLOATS = frozenset({np.float16, np.float32, np.float64, np.longdouble})
+# the types _scalar_entry hands to _scalar_kind first (NumPy's bool is no number)
+_NUMBER_TYPES = frozenset({int, bool, float} | set(_NP_FLOATS) | {
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.longlong, np.ulonglong})
 
 
 def signature(args, shape_params) -> tuple:
@@ -54,13 +58,16 @@ def signature(args, shape_params) -> tuple:
 def _scalar_entry(value, dims: tuple = ()):
     """The signature entry of an argument that is neither an Array nor a float."""
     kind = type(value)
-    if getattr(kind, "_device_class", False) is True:   # first: every such call asks
+    if kind in _NUMBER_TYPES:
+        return _scalar_kind(value)
+    # A device-class instance enters by the id of its class, so the table never
+    # keeps a class alive (see expanding.py); asked before the checks below,
+    # which every warm call with such an argument would make in vain.
+    if getattr(kind, "_device_class", False) is True:
         return id(kind)
     if isinstance(value, Array):   # a subclass: keyed as an Array is, and by its class
         return (id(type(value)), value._sig, tuple(value._shape[d:d + 1] for d in dims))
-    # Other objects (device-class instances) enter by the id of their class, so
-    # the table never keeps a class alive (see expanding.py).
-    return _scalar_kind(value) or id(type(value))
+    return _scalar_kind(value) or id(kind)
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,13 +143,17 @@ def classify(kernel_name: str, params, args) -> tuple:
             hint = ""
             if not isinstance(a, np.generic) and (
                     hasattr(a, "__array_interface__") or hasattr(a, "__dlpack__")):
-                hint = ("; make it a tack.Array first: tack.asarray(a) (a copy on the "
-                        "default device), or tack.from_dlpack(a) (no copy on the CPU)"
-                        if param.is_array else
-                        "; the kernel uses it as a number, and a vector or matrix is "
-                        "not a kernel argument: pass its components as numbers, or a "
-                        "one-element array, tack.array([g], dtype=tack.vec3()), and "
-                        "read g[0]")
+                if param.is_array:
+                    hint = ("; make it a tack.Array first: tack.asarray(a) (a copy on "
+                            "the default device), or tack.from_dlpack(a) (no copy on "
+                            "the CPU)")
+                elif np.ndim(a) == 0:
+                    hint = "; the kernel uses it as a number: pass a.item()"
+                else:
+                    hint = ("; the kernel uses it as a number, and a vector or matrix "
+                            "is not a kernel argument: pass its components as numbers, "
+                            "or a one-element array, tack.array([g], dtype=tack.vec3()), "
+                            "and read g[0]")
             raise TypeError(f"Kernel '{kernel_name}': Unsupported argument type for "
                             f"parameter '{param.name}': {_type_name(a)}{hint}")
         specs.append(kind)

@@ -29,7 +29,8 @@ class Expanding:
     """The runner recorded for a signature that has device-class arguments."""
 
     __slots__ = ("kernel", "default", "debug", "positions", "names", "table",
-                 "shape_params", "display", "lock", "devices", "owner", "keys", "fast")
+                 "shape_params", "display", "lock", "devices", "owner", "keys", "fast",
+                 "rebuilds")
 
     def __init__(self, kernel, args, default, debug: bool):
         self.kernel = kernel
@@ -50,7 +51,8 @@ class Expanding:
         self.owner = f"Kernel '{kernel.name}'"   # messages name it
         self.display: dict = {}     # expansion key -> {synthetic name: "obj.attr"}
         self.lock = threading.Lock()  # table updates
-        self.fast = None   # expand() for the first call's classification (below)
+        self.fast = None   # expand() for the latest classification (fast_expander)
+        self.rebuilds = 0
 
     def signature(self, flat):
         """The flat arguments' signature, by a function made once per count and
@@ -64,8 +66,7 @@ class Expanding:
         return entry[1](flat)
 
     def run(self, args):
-        fast = self.fast
-        found = fast(args) if fast is not None else None
+        found = self.fast(args) if self.fast is not None else None
         flat, key = found if found is not None else self.expand(args)
         runner = self.table.get((key, self.signature(flat)))
         try:
@@ -91,7 +92,12 @@ class Expanding:
                 flat.extend(getattr(obj, attr) for attr, kind, _ in classified
                             if kind == group)
             key.append((id(cls), classified))
-        if self.fast is None:
+        # A call the fast path could not answer: the object changed (for good,
+        # usually: a new constant, another scalar type), so it is rebuilt for
+        # this call, a bounded number of times (objects that alternate would
+        # rebuild it on every call).
+        if self.rebuilds < MAX_REBUILDS:
+            self.rebuilds += 1
             self.fast = fast_expander(self.positions, args, tuple(key))
         return tuple(flat), tuple(key)
 
@@ -115,15 +121,16 @@ def fast_expander(positions, args, key):
     attribute's type, each run-time scalar's type (int, float, or the type the
     first call had), and each compile-time constant by identity, in the
     instance and in the class (another object may be another value), so any
-    call it answers classifies as ``key`` does."""
+    call it answers classifies as ``key`` does. None for an object without an
+    instance dict (``__slots__``): ``expand`` classifies those."""
     scope = {"Array": Array, "MISSING": _MISSING}
     lines = ["def fast(args):", f"    if len(args) != {len(args)}: return None"]
     flat = [f"args[{k}]" for k in range(len(args)) if k not in positions]
     for k, (cls_id, classified) in zip(reversed(positions), key):
         obj = args[k]
         own, on_class = vars(obj) if hasattr(obj, "__dict__") else None, vars(type(obj))
-        if own is None:
-            return None   # __slots__: no instance dict to read; expand() handles it
+        if own is None:   # __slots__: no instance dict to read; expand() classifies
+            return None
         lines += [f"    o{k} = args[{k}]",
                   f"    if id(type(o{k})) != {cls_id}: return None",
                   f"    d{k}, c{k} = o{k}.__dict__, type(o{k}).__dict__"]
@@ -153,6 +160,7 @@ def fast_expander(positions, args, key):
 
 
 _MISSING = object()
+MAX_REBUILDS = 8   # fast expanders one Expanding builds (see expand)
 
 
 def expansion(kernel, positions, names, args, key):
