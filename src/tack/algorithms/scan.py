@@ -113,21 +113,34 @@ def _scan(name: str, values, out, inclusive: int):
         return out
     if shares_memory(values, out) and values._lo != out._lo:
         values = values.copy()   # partly overlapping: out would change values unread
-    # Sums start from -0.0 for floats (0 for integers): -0.0 + v is v for every v,
-    # so a run of negative zeros sums to -0.0, as in Python; the exclusive
-    # scan's first element, the sum of no values, is +0.0.
-    kind = values.dtype.numpy
-    zero = kind.type(-0.0 if values.dtype.is_float else 0)
+    zero, empty_sum, exact = _constants(values.dtype)
     count = chunks_of(values.size)
     if count == 1 or getattr(values.device.backend, "num_threads", 0) == 1:
-        serial_scan(values, out, CHUNK, count, inclusive, int(not values.dtype.is_float),
-                    zero, kind.type(0), values.size)
+        serial_scan(values, out, CHUNK, count, inclusive, exact, zero, empty_sum,
+                    values.size)
         return out
     totals = empty(count, values.dtype, device=values.device)
     chunk_totals(values, totals, CHUNK, zero, values.size)
     scan_totals(totals, zero, count)   # each chunk's offset: the sums before it
-    chunk_scan(values, out, totals, CHUNK, inclusive, kind.type(0), values.size)
+    chunk_scan(values, out, totals, CHUNK, inclusive, empty_sum, values.size)
     return out
+
+
+_CONSTANTS: dict = {}
+
+
+def _constants(dtype) -> tuple:
+    """``(zero, empty sum, exact)`` for scans of ``dtype``, made once per dtype.
+    Sums start from -0.0 for floats (0 for integers): -0.0 + v is v for every
+    v, so a run of negative zeros sums to -0.0, as in Python; the exclusive
+    scan's first element, the sum of no values, is +0.0. Integer sums are
+    exact in any order (``serial_scan``)."""
+    found = _CONSTANTS.get(dtype)
+    if found is None:
+        kind = dtype.numpy
+        found = _CONSTANTS[dtype] = (kind.type(-0.0 if dtype.is_float else 0),
+                                     kind.type(0), int(not dtype.is_float))
+    return found
 
 
 def exclusive_scan(values, out=None):
