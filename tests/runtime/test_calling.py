@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
+import warnings
 import threading
 
 import numpy as np
@@ -418,3 +419,39 @@ def test_a_launch_count_past_i64_is_a_value_error(kernel, n, total):
             f"({2**63 - 1})")):
         kernel(out, n)
     assert out.numpy()[0] == 0
+
+
+# -- many variants for changing extents ------------------------------------------------------
+
+@tack.kernel
+def next_or_zero(a, out):
+    for i in range(len(out)):
+        out[i] = a[i + 1] if i + 1 < len(a) else 0.0   # len(a) in the body: baked
+
+
+@tack.kernel
+def copied(a, out):
+    for i in range(len(a)):   # len(a) in the range only: not baked
+        out[i] = a[i]
+
+
+def test_a_kernel_compiling_for_every_new_length_warns_once(rng):
+    host = rng.gen.standard_normal(40)
+    a, out = tack.array(host), tack.zeros(40, tack.f64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(10, 22):   # twelve lengths: eight variants warn, once
+            next_or_zero(a[:n], out[:n])
+            expected = np.append(host[1:n], 0.0)
+            np.testing.assert_array_equal(out.numpy()[:n], expected, err_msg=repr(rng))
+            copied(a[:n], out[:n])
+    found = [w for w in caught if issubclass(w.category, tack.PerformanceWarning)]
+    assert len(found) == 1, [str(w.message) for w in found]
+    assert str(found[0].message) == (
+        "Kernel 'next_or_zero' has compiled 8 variants that differ only in extents its "
+        "body reads (a.shape[0]): each new value compiles the kernel again. Pass a "
+        "length that changes as an argument (and use it instead of len(a) in the "
+        "body), or read extents only in the parallel loop's range, which does not "
+        "compile again")
+    assert found[0].filename == __file__   # the user's call, not Tack's internals
+    assert issubclass(tack.PerformanceWarning, RuntimeWarning)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 
 from ..cache import kernels as disk
-from ..errors import UnsupportedSyntaxError
+from ..errors import PerformanceWarning, UnsupportedSyntaxError, warn_at_caller
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
@@ -30,6 +30,9 @@ from .expanding import Expanding
 from .runners import Runners
 
 _transform_lock = threading.RLock()
+# Variants of one template that differ only in baked extents before a
+# PerformanceWarning (Kernel._count_extent_variant).
+EXTENT_VARIANTS = 8
 
 
 class Template:
@@ -37,7 +40,7 @@ class Template:
     its vector and matrix array parameters, and its device-class expansion."""
 
     __slots__ = ("key", "debug", "elements", "expanded", "lowered", "ir_key",
-                 "shape_params", "shape_deps")
+                 "shape_params", "shape_deps", "extent_variants")
 
     def __init__(self, key, debug: bool, elements: tuple, expanded):
         self.key = key
@@ -48,6 +51,7 @@ class Template:
         self.ir_key = None
         self.shape_params = frozenset()
         self.shape_deps: dict = {}
+        self.extent_variants: dict = {}   # variant key less the baked extents -> count
 
 
 class FastPath:
@@ -176,7 +180,29 @@ class Kernel:
                 found = self._build_variant(backend, template, function, specs,
                                             mode, key)
                 self._variants[key] = found
+                self._count_extent_variant(template, key)
         return found
+
+    def _count_extent_variant(self, template: Template, key) -> None:
+        """Warn once, at the EXTENT_VARIANTS-th variant that differs from the
+        others only in the extents its body reads: a length that changes every
+        step (``kernel(pos[:n])`` with ``len(pos)`` in the body) compiles every
+        step."""
+        if not template.shape_deps:
+            return
+        target, _, (epilogue, parts, mode) = key
+        unbaked = (target, epilogue, mode, tuple(part[:3] for part in parts))
+        count = template.extent_variants.get(unbaked, 0) + 1
+        template.extent_variants[unbaked] = count
+        if count == EXTENT_VARIANTS:
+            names = ", ".join(f"{name}.shape[{d}]" for name, dims in
+                              sorted(template.shape_deps.items()) for d in dims)
+            warn_at_caller(PerformanceWarning(
+                f"Kernel '{self.name}' has compiled {count} variants that differ only "
+                f"in extents its body reads ({names}): each new value compiles the "
+                f"kernel again. Pass a length that changes as an argument (and use it "
+                f"instead of len(a) in the body), or read extents only in the "
+                f"parallel loop's range, which does not compile again"))
 
     def _variant_key(self, backend, template, function, specs, mode, epilogue):
         parts = []
