@@ -233,6 +233,8 @@ def test_calls_through_another_blocks_or_routing(comm, rng):
                    f"between ranks", getattr(mine, call), *args)
     everywhere(comm, blocks, ValueError, "Routing(): the Blocks differs between ranks",
                tack.Routing, mine, bounds, points)
+    everywhere(comm, blocks, ValueError, "Plan(): the Blocks differs between ranks",
+               tack.Plan, mine, {}, {})
     bounds = {g: ((float(g),), (g + 1.0,)) for g in blocks.local}
     first, second = (tack.Routing(blocks, bounds, {g: tack.array(np.array([[x]]))
                                                    for g in blocks.local})

@@ -36,8 +36,9 @@ def warn_at_caller(warning: Warning) -> None:
     import warnings
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frame, level = sys._getframe(1), 2   # stacklevel 2: our caller
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            package):
+    while frame is not None and (frame.f_code.co_filename.startswith("<tack")  # generated
+                                 or os.path.abspath(frame.f_code.co_filename)
+                                 .startswith(package)):
         frame, level = frame.f_back, level + 1
     warnings.warn(warning, stacklevel=level)
 

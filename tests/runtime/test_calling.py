@@ -448,10 +448,9 @@ def test_a_kernel_compiling_for_every_new_length_warns_once(rng):
     found = [w for w in caught if issubclass(w.category, tack.PerformanceWarning)]
     assert len(found) == 1, [str(w.message) for w in found]
     assert str(found[0].message) == (
-        "Kernel 'next_or_zero' has compiled 8 variants that differ only in extents its "
-        "body reads (a.shape[0]): each new value compiles the kernel again. Pass a "
-        "length that changes as an argument (and use it instead of len(a) in the "
-        "body), or read extents only in the parallel loop's range, which does not "
-        "compile again")
+        "Kernel 'next_or_zero' has 8 variants that differ only in lengths its body "
+        "reads (len(a)): each new length compiles the kernel again. Pass a length "
+        "that changes as an argument and use it in the body, or read the length only "
+        "in the parallel loop's range, which does not compile again")
     assert found[0].filename == __file__   # the user's call, not Tack's internals
     assert issubclass(tack.PerformanceWarning, RuntimeWarning)

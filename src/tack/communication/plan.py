@@ -31,7 +31,7 @@ from ..runtime.creation import array, empty
 from ..runtime.host_ops import copyto
 from . import kernels, transport
 from .errors import (fault, require_array, require_dict, require_every_local,
-                     require_gid, require_on_device)
+                     require_gid, require_on_device, the_blocks)
 from .world import _EMPTY, plan_tag, start_all, wait_all
 
 CALL = "Plan()"
@@ -58,7 +58,7 @@ class Plan:
         self.blocks = blocks
         world = blocks.world
         parsed, error = fault(_parse, blocks, sends, receives)
-        world.agree(CALL, error)
+        world.agree(CALL, error, [the_blocks(blocks, CALL)])
         self._sends, self._receives = parsed
         self.id = world.next_serial()
         self.tag = plan_tag(self.id)

@@ -376,7 +376,9 @@ class World:
                     (1, codes[0], codes[0] ** 2, 1, codes[1], codes[1] ** 2)
             tail += [0] * (self._vector.size - _SLOTS - 3 - len(tail))
             tail = (tail, [self.size * x for x in tail])
-            if key is not None and len(self._tails) < 1024:
+            if key is not None:
+                if len(self._tails) >= 1024:   # many Blocks, Plans or Routings made
+                    self._tails.clear()
                 self._tails[key] = tail
         return tail
 

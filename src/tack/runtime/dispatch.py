@@ -147,7 +147,7 @@ def classify(kernel_name: str, params, args) -> tuple:
                     hint = ("; make it a tack.Array first: tack.asarray(a) (a copy on "
                             "the default device), or tack.from_dlpack(a) (no copy on "
                             "the CPU)")
-                elif np.ndim(a) == 0:
+                elif isinstance(a, np.ndarray) and a.ndim == 0:
                     hint = "; the kernel uses it as a number: pass a.item()"
                 else:
                     hint = ("; the kernel uses it as a number, and a vector or matrix "

@@ -30,6 +30,11 @@ from .expanding import Expanding
 from .runners import Runners
 
 _transform_lock = threading.RLock()
+
+
+def key_params(template) -> list:
+    """The kernel's parameter names, in the order of a variant key's parts."""
+    return [p.name for p in template.lowered.kernel.params]
 # Variants of one template that differ only in baked extents before a
 # PerformanceWarning (Kernel._count_extent_variant).
 EXTENT_VARIANTS = 8
@@ -40,7 +45,7 @@ class Template:
     its vector and matrix array parameters, and its device-class expansion."""
 
     __slots__ = ("key", "debug", "elements", "expanded", "lowered", "ir_key",
-                 "shape_params", "shape_deps", "extent_variants")
+                 "shape_params", "shape_deps", "extent_variants", "extent_warned")
 
     def __init__(self, key, debug: bool, elements: tuple, expanded):
         self.key = key
@@ -51,7 +56,8 @@ class Template:
         self.ir_key = None
         self.shape_params = frozenset()
         self.shape_deps: dict = {}
-        self.extent_variants: dict = {}   # variant key less the baked extents -> count
+        self.extent_variants: dict = {}   # variant key less the lengths -> count
+        self.extent_warned = False
 
 
 class FastPath:
@@ -184,25 +190,34 @@ class Kernel:
         return found
 
     def _count_extent_variant(self, template: Template, key) -> None:
-        """Warn once, at the EXTENT_VARIANTS-th variant that differs from the
-        others only in the extents its body reads: a length that changes every
-        step (``kernel(pos[:n])`` with ``len(pos)`` in the body) compiles every
-        step."""
-        if not template.shape_deps:
-            return
+        """Warn once per template when the EXTENT_VARIANTS-th variant differs
+        from others only in the length (``.shape[0]``) of a parameter the body
+        reads: a length that changes every step (``kernel(pos[:n])`` with
+        ``len(pos)`` in the body) compiles every step. Row lengths (a fixed
+        set of grids) and Tack's own hidden parameters (textures) do not count."""
         target, _, (epilogue, parts, mode) = key
-        unbaked = (target, epilogue, mode, tuple(part[:3] for part in parts))
-        count = template.extent_variants.get(unbaked, 0) + 1
-        template.extent_variants[unbaked] = count
-        if count == EXTENT_VARIANTS:
-            names = ", ".join(f"{name}.shape[{d}]" for name, dims in
-                              sorted(template.shape_deps.items()) for d in dims)
-            warn_at_caller(PerformanceWarning(
-                f"Kernel '{self.name}' has compiled {count} variants that differ only "
-                f"in extents its body reads ({names}): each new value compiles the "
-                f"kernel again. Pass a length that changes as an argument (and use it "
-                f"instead of len(a) in the body), or read extents only in the "
-                f"parallel loop's range, which does not compile again"))
+        if epilogue or template.extent_warned:   # (a return's variant: with its kernel's)
+            return
+        lengths = [k for k, p in enumerate(key_params(template)) if 0 in
+                   template.shape_deps.get(p, ()) and not p.startswith("__")]
+        if not lengths:
+            return
+        # the variant with each watched length left out
+        group = (target, epilogue, mode, tuple(
+            part[:3] + ((part[3][1:] if k in lengths else part[3]),)
+            for k, part in enumerate(parts)))
+        count = template.extent_variants.get(group, 0) + 1
+        template.extent_variants[group] = count
+        if count < EXTENT_VARIANTS:
+            return
+        template.extent_warned = True
+        names = ", ".join(f"len({key_params(template)[k]})" for k in lengths)
+        warn_at_caller(PerformanceWarning(
+            f"Kernel '{self.name}' has {count} variants that differ only in lengths "
+            f"its body reads ({names}): each new length compiles the kernel again. "
+            f"Pass a length that changes as an argument and use it in the body, or "
+            f"read the length only in the parallel loop's range, which does not "
+            f"compile again"))
 
     def _variant_key(self, backend, template, function, specs, mode, epilogue):
         parts = []

@@ -15,6 +15,7 @@ makes a CPU array, and ``to_device("opencl")`` copies.
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +88,7 @@ class CLBuffer:
     here, the origin for a sub-buffer), which is what ``Array`` compares to
     tell whether two views of one allocation overlap."""
 
-    __slots__ = ("mem", "queue", "nbytes", "address", "align")
+    __slots__ = ("mem", "queue", "nbytes", "address", "align", "subs", "__weakref__")
 
     def __init__(self, context, queue, nbytes: int, limit: int, align: int):
         cl = _cl()
@@ -103,6 +104,7 @@ class CLBuffer:
         self.nbytes = nbytes
         self.address = 0
         self.align = align   # bytes: where a sub-buffer may start
+        self.subs = None     # (origin, nbytes) -> weak reference to its sub-buffer
 
     @property
     def root(self) -> "CLBuffer":
@@ -132,7 +134,15 @@ class CLBuffer:
                 f"at byte {origin} of its allocation. Start the range at such a "
                 f"multiple, or copy it: tack.array(a.numpy()[start:stop], "
                 f"device=a.device)")
-        return CLSubBuffer(root, origin, nbytes)
+        # One sub-buffer per range while it lives: the same view twice in one
+        # launch is one buffer twice, which OpenCL allows (two overlapping
+        # sub-buffers it leaves undefined).
+        if root.subs is None:
+            root.subs = weakref.WeakValueDictionary()
+        found = root.subs.get((origin, nbytes))
+        if found is None:
+            found = root.subs[(origin, nbytes)] = CLSubBuffer(root, origin, nbytes)
+        return found
 
 
 class CLSubBuffer(CLBuffer):
@@ -144,7 +154,7 @@ class CLSubBuffer(CLBuffer):
     def __init__(self, root: CLBuffer, origin: int, nbytes: int):
         self.mem = root.mem.get_sub_region(origin, nbytes)
         self.queue, self.nbytes, self.address = root.queue, nbytes, origin
-        self.align, self.parent = root.align, root
+        self.align, self.parent, self.subs = root.align, root, None
 
     @property
     def root(self) -> CLBuffer:
