@@ -430,7 +430,10 @@ def test_a_device_per_task_does_not_grow_the_kernels_tables():
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert grown < 120 * 1024, grown   # it was about 6 KB per task (a runner each)
+    # It was about 6 KB per task (a runner each: 720 KB here). What stays is
+    # the bounded tables refilling and pools waiting for their finalizers:
+    # 85-155 KB measured on the 2-core CI machine, old code and new alike.
+    assert grown < 300 * 1024, grown
 
 
 def test_a_reused_device_made_with_options_keeps_all_its_signatures():
