@@ -194,7 +194,8 @@ class Kernel:
         from others only in the length (``.shape[0]``) of a parameter the body
         reads: a length that changes every step (``kernel(pos[:n])`` with
         ``len(pos)`` in the body) compiles every step. Row lengths (a fixed
-        set of grids) and Tack's own hidden parameters (textures) do not count."""
+        set of grids) and parameters Tack names itself (``__...``: textures,
+        device-class attributes) do not count."""
         target, _, (epilogue, parts, mode) = key
         if epilogue or template.extent_warned:   # (a return's variant: with its kernel's)
             return
