@@ -7,6 +7,10 @@ a compiler bug, never a user error.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 
 class UnsupportedSyntaxError(NotImplementedError):
     """Source outside the kernel language, with the function and position.
@@ -31,9 +35,6 @@ class PerformanceWarning(RuntimeWarning):
 def warn_at_caller(warning: Warning) -> None:
     """``warnings.warn`` attributed to the first frame outside Tack: the user's
     line that called into it, however deep the warning is raised."""
-    import os
-    import sys
-    import warnings
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frame, level = sys._getframe(1), 2   # stacklevel 2: our caller
     while frame is not None and (frame.f_code.co_filename.startswith("<tack")  # generated

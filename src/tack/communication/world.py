@@ -4,7 +4,8 @@ A world is one process (``World()``, no MPI at all) or an MPI communicator
 (``World(comm)``), which it duplicates so that Tack's messages never meet the
 caller's. Tack does not import ``mpi4py`` for this (only a GPU-aware CUDA
 world asks mpi4py's MPI library whether it takes device memory,
-``transport.mpi_refuses_cuda``): it calls the methods of the object it is given (``Dup``, ``Get_rank``, ``Get_size``, ``allgather``, ``alltoall``,
+``transport.mpi_refuses_cuda``): it calls the methods of the object it is
+given (``Dup``, ``Get_rank``, ``Get_size``, ``allgather``, ``alltoall``,
 ``Isend``, ``Irecv``; ``Allreduce``, ``Send_init`` and ``Recv_init`` are used
 when present, and replaced by the required ones when not).
 
