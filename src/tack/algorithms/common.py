@@ -15,6 +15,12 @@ from ..runtime.device import is_shared
 CHUNK = 1 << 16  # elements per chunk: fixed, so results never depend on threads
 
 
+def one_thread(device) -> bool:
+    """Whether ``device`` runs every launch on one thread (a CPU device of one
+    thread): then a serial pass needs no chunks, rows or atomics."""
+    return getattr(device.backend, "num_threads", 0) == 1
+
+
 def chunks_of(n: int, chunk: int = CHUNK) -> int:
     return max(1, -(-n // chunk))
 

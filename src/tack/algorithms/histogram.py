@@ -7,8 +7,8 @@ from ..lang.intrinsics import atomic_add
 from ..runtime.array import shares_memory
 from ..runtime.creation import empty, zeros
 from ..runtime.kernel import library_kernel
-from .common import (require_1d, require_array, require_count, require_writable,
-                     same_device)
+from .common import (one_thread, require_1d, require_array, require_count,
+                     require_writable, same_device)
 
 _KEY_TYPES = (T.i32, T.u32, T.i64, T.u64)
 
@@ -116,11 +116,10 @@ def _count(keys, out, bins: int) -> None:
         count_keys(keys, out, bins)
         return
     if keys.device.type == "cpu":
-        threads = keys.device.backend.num_threads
-        if threads == 1 or n < CHUNK:   # one thread counts into out itself
+        if one_thread(keys.device) or n < CHUNK:   # one thread counts into out itself
             serial_counts(keys, out, bins, n)
             return
-        rows = ROWS_PER_THREAD * threads
+        rows = ROWS_PER_THREAD * keys.device.backend.num_threads
         chunks = min(rows, n // max(CHUNK, 4 * bins))
         if chunks < 2 and bins > PRIVATE_BINS:
             count_keys(keys, out, bins)

@@ -16,8 +16,8 @@ from __future__ import annotations
 from ..runtime.array import shares_memory
 from ..runtime.creation import empty
 from ..runtime.kernel import library_kernel
-from .common import (CHUNK, chunks_of, require_1d, require_array, require_writable,
-                     same_device)
+from .common import (CHUNK, chunks_of, one_thread, require_1d, require_array,
+                     require_writable, same_device)
 
 
 @library_kernel
@@ -74,26 +74,26 @@ def serial_scan(x, out, chunk, count, inclusive, exact, zero, empty_sum, n):
                     v = x[i]
                     out[i] = running
                     running += v
-            count = 0
-        offset = zero                 # the sum of the chunk totals so far
-        for c in range(count):
-            lo = c * chunk
-            hi = min(lo + chunk, n)
-            running = offset
-            total = zero
-            if inclusive:
-                for i in range(lo, hi):
-                    v = x[i]
-                    running += v
-                    total += v
-                    out[i] = running
-            else:
-                for i in range(lo, hi):
-                    v = x[i]
-                    out[i] = running
-                    running += v
-                    total += v
-            offset += total
+        else:
+            offset = zero             # the sum of the chunk totals so far
+            for c in range(count):
+                lo = c * chunk
+                hi = min(lo + chunk, n)
+                running = offset
+                total = zero
+                if inclusive:
+                    for i in range(lo, hi):
+                        v = x[i]
+                        running += v
+                        total += v
+                        out[i] = running
+                else:
+                    for i in range(lo, hi):
+                        v = x[i]
+                        out[i] = running
+                        running += v
+                        total += v
+                offset += total
         if not inclusive:
             out[0] = empty_sum
 
@@ -115,7 +115,7 @@ def _scan(name: str, values, out, inclusive: int):
         values = values.copy()   # partly overlapping: out would change values unread
     zero, empty_sum, exact = _constants(values.dtype)
     count = chunks_of(values.size)
-    if count == 1 or getattr(values.device.backend, "num_threads", 0) == 1:
+    if count == 1 or one_thread(values.device):
         serial_scan(values, out, CHUNK, count, inclusive, exact, zero, empty_sum,
                     values.size)
         return out

@@ -116,10 +116,10 @@ class Routing:
                 messages[g] = {d: {n: _to_device(r[i], device=blocks.device(g))
                                    for n, r in rows.items()}
                                for d, i in self._routes[g].items()}
-        received = exchange(blocks, messages, SEND, error, self._same(SEND, layout))
+        received = exchange(blocks, messages, SEND, error, self._fields(SEND, layout))
         return {g: _stack(received[g], layout, blocks.device(g)) for g in blocks.local}
 
-    def _same(self, call: str, layout) -> list:
+    def _fields(self, call: str, layout) -> list:
         """The fields send and reply agree on: the payloads' layout, and this
         Routing (ranks sending through different ones would mix deliveries)."""
         return _same(call, layout) + [(self.id, ValueError, f"{call}: the Routing")]
@@ -148,7 +148,7 @@ class Routing:
                                                          device=blocks.device(d))
                                            for n, r in rows.items()}
                     start += count
-        received = exchange(blocks, messages, REPLY, error, self._same(REPLY, layout))
+        received = exchange(blocks, messages, REPLY, error, self._fields(REPLY, layout))
         out = {}
         for g in blocks.local:
             n = len(self._destination[g])

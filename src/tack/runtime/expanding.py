@@ -7,8 +7,8 @@ runtime scalars and arrays replace the instance in the flat argument tuple.
 The flat tuple then goes through the ordinary signature table of its
 expansion, so a repeated call costs the attribute reads plus one lookup.
 The reads of a warm call are generated code (``fast_expander``) that checks
-them against the first call's classification and falls back to classifying
-when anything changed.
+them against the latest classification and falls back to classifying (and
+rebuilding the check) when anything changed.
 
 A class's templates and variants are dropped when the class is garbage
 collected (keys hold its ``id``, never the class itself).
@@ -118,8 +118,8 @@ def fast_expander(positions, args, key):
     code: ``(flat, key)``, or None for a call it cannot vouch for (then
     ``expand`` classifies). It checks, per object, the class (by id: a
     collected class drops the runners that hold this function), each array
-    attribute's type, each run-time scalar's type (int, float, or the type the
-    first call had), and each compile-time constant by identity, in the
+    attribute's type, each run-time scalar's type (int, float, or the type it
+    had when classified), and each compile-time constant by identity, in the
     instance and in the class (another object may be another value), so any
     call it answers classifies as ``key`` does. None for an object without an
     instance dict (``__slots__``): ``expand`` classifies those."""

@@ -32,9 +32,6 @@ from .runners import Runners
 _transform_lock = threading.RLock()
 
 
-def key_params(template) -> list:
-    """The kernel's parameter names, in the order of a variant key's parts."""
-    return [p.name for p in template.lowered.kernel.params]
 # Variants of one template that differ only in baked extents before a
 # PerformanceWarning (Kernel._count_extent_variant).
 EXTENT_VARIANTS = 8
@@ -199,12 +196,13 @@ class Kernel:
         target, _, (epilogue, parts, mode) = key
         if epilogue or template.extent_warned:   # (a return's variant: with its kernel's)
             return
-        lengths = [k for k, p in enumerate(key_params(template)) if 0 in
+        params = [p.name for p in template.lowered.kernel.params]   # the parts' order
+        lengths = [k for k, p in enumerate(params) if 0 in
                    template.shape_deps.get(p, ()) and not p.startswith("__")]
         if not lengths:
             return
         # the variant with each watched length left out
-        group = (target, epilogue, mode, tuple(
+        group = (target, mode, tuple(
             part[:3] + ((part[3][1:] if k in lengths else part[3]),)
             for k, part in enumerate(parts)))
         count = template.extent_variants.get(group, 0) + 1
@@ -212,7 +210,7 @@ class Kernel:
         if count < EXTENT_VARIANTS:
             return
         template.extent_warned = True
-        names = ", ".join(f"len({key_params(template)[k]})" for k in lengths)
+        names = ", ".join(f"len({params[k]})" for k in lengths)
         warn_at_caller(PerformanceWarning(
             f"Kernel '{self.name}' has {count} variants that differ only in lengths "
             f"its body reads ({names}): each new length compiles the kernel again. "
