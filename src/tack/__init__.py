@@ -10,7 +10,7 @@ from . import cache
 from . import types as _types
 from .elements import (cross, dot, length, mat22, mat33, mat44, normalize,
                        transpose, vec2, vec3, vec4)
-from .errors import IRVerificationError, PerformanceWarning, UnsupportedSyntaxError
+from .errors import IRVerificationError, UnsupportedSyntaxError
 from .lang.device_class import device_class
 from .lang.func import Func, func
 from .lang.intrinsics import (atomic_add, atomic_max, atomic_min, atomic_sub, barrier,
@@ -57,7 +57,7 @@ def __getattr__(name):
 
 __all__ = [
     "Blocks", "Plan", "Routing", "World",
-    "Array", "Device", "Func", "IRVerificationError", "Kernel", "PerformanceWarning",
+    "Array", "Device", "Func", "IRVerificationError", "Kernel",
     "ScalarType",
     "UnsupportedSyntaxError", "arange", "array", "array_from_ptr", "asarray",
     "atomic_add", "barrier", "block_max", "block_min", "block_sum", "concat",

@@ -7,10 +7,6 @@ a compiler bug, never a user error.
 
 from __future__ import annotations
 
-import os
-import sys
-import warnings
-
 
 class UnsupportedSyntaxError(NotImplementedError):
     """Source outside the kernel language, with the function and position.
@@ -24,24 +20,6 @@ class UnsupportedSyntaxError(NotImplementedError):
 
 class IRVerificationError(RuntimeError):
     """A pass produced IR that breaks a structural invariant (a compiler bug)."""
-
-
-class PerformanceWarning(RuntimeWarning):
-    """Code that runs correctly but compiles or runs far slower than it could
-    (as Numba's ``NumbaPerformanceWarning``): a kernel compiling a variant for
-    every new extent its body reads, say."""
-
-
-def warn_at_caller(warning: Warning) -> None:
-    """``warnings.warn`` attributed to the first frame outside Tack: the user's
-    line that called into it, however deep the warning is raised."""
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame, level = sys._getframe(1), 2   # stacklevel 2: our caller
-    while frame is not None and (frame.f_code.co_filename.startswith("<tack")  # generated
-                                 or os.path.abspath(frame.f_code.co_filename)
-                                 .startswith(package)):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(warning, stacklevel=level)
 
 
 def add_source_note(exc: BaseException, span) -> None:

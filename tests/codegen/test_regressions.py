@@ -44,8 +44,32 @@ def test_lc1_second_shape_builds_a_new_variant(rng):
         weights = np.arange(1, shape[1] + 1)
         check(out, (a_np * weights).sum(axis=1), f"shape {shape}", rng)
         sources.add(tack.inspect(row_sums, a, out, mode="ir"))
-    # one variant per distinct row length (the stride is a constant in each)
-    assert len(sources) == len({s[1] for s in shapes}), sources
+    # one variant per row length (the stride a constant in each) until the
+    # fourth, after which the next call's variant reads the stride at run time
+    assert len(sources) == 3 + 1, sources
+    assert sum("__tack_shape1_a" in s for s in sources) == 1, sources
+
+
+@tack.kernel
+def row_sums_counted(a, out) -> int:
+    for i in range(len(out)):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j]
+        out[i] = s
+    return len(a)
+
+
+def test_a_return_reading_another_extent_keeps_the_bodys_stride(rng):
+    """The body bakes ``a.shape[1]`` and the return reads ``len(a)``: the
+    second row length used to run the first one's stride (the return's
+    extents replaced the body's in the signature), silently wrong."""
+    for m in (2, 3, 5):
+        host = rng.values(tack.f64, 4 * m).reshape(4, m)
+        out = tack.zeros(4, tack.f64)
+        assert row_sums_counted(tack.array(host), out) == 4
+        np.testing.assert_allclose(out.numpy(), host.sum(axis=1), rtol=1e-14,
+                                   err_msg=f"rows of {m} {rng}")
 
 
 # -- LC4: an assert is rejected, not dropped ---------------------------------------

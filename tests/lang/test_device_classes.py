@@ -488,3 +488,33 @@ def test_a_wrong_argument_count_is_a_type_error_every_time():
         apply_two(x, spring, f, other)
     with pytest.raises(TypeError, match=re.escape("Kernel 'apply' expects 3 arguments, got 2")):
         apply(x, f)
+
+
+@tack.device_class
+class Ring:
+    def __init__(self, values):
+        self.values = values   # an instance array whose length the method reads
+
+    @tack.func
+    def after(self, i):
+        return self.values[(i + 1) % len(self.values)]
+
+
+@tack.kernel
+def ring_after(ring, out):
+    for i in range(len(out)):
+        out[i] = ring.after(i)
+
+
+def test_an_attribute_length_that_keeps_changing_stops_compiling(rng):
+    """The length of an instance array read in a method is baked in for the
+    first lengths and then read at run time: a new length compiles nothing."""
+    counts = []
+    for n in [5, 8, 13, 21, 34, 1, 2, 3, 55]:
+        values = rng.floats(n)
+        out = tack.zeros(n)
+        ring_after(Ring(tack.array(values)), out)
+        np.testing.assert_array_equal(out.numpy(), np.roll(values, -1),
+                                      err_msg=f"n={n} seed={rng.seed}")
+        counts.append(len(ring_after._variants))
+    assert counts[4:] == [5] * 5, counts

@@ -421,7 +421,7 @@ def test_a_launch_count_past_i64_is_a_value_error(kernel, n, total):
     assert out.numpy()[0] == 0
 
 
-# -- many variants for changing extents ------------------------------------------------------
+# -- extents that keep changing: taken at run time ---------------------------------------
 
 @tack.kernel
 def next_or_zero(a, out):
@@ -429,28 +429,68 @@ def next_or_zero(a, out):
         out[i] = a[i + 1] if i + 1 < len(a) else 0.0   # len(a) in the body: baked
 
 
+def _ir(kernel, *args) -> str:
+    return tack.inspect(kernel, *args, mode="ir")
+
+
+def test_a_length_that_keeps_changing_stops_compiling(rng):
+    """``kernel(a[:n])`` with ``len(a)`` in the body and a new ``n`` every step:
+    the first lengths compile variants with the length baked in, then the
+    length is read at run time and no new length compiles anything."""
+    host = rng.values(tack.f64, 41)
+    a, out = tack.array(host), tack.zeros(41, tack.f64)
+    lengths = [10, 11, 12, 13, 14, 0, 1, 2, 3, 17, 41, 40, 39, 10]
+    counts = []
+    for n in lengths:
+        next_or_zero(a[:n], out[:n])
+        np.testing.assert_array_equal(out.numpy()[:n], np.append(host[1:n], 0.0)[:n],
+                                      err_msg=f"n={n} {rng!r}")
+        counts.append(len(next_or_zero._variants))
+    assert counts[:4] == [1, 2, 3, 4]   # baked: one variant per length
+    assert counts[4:] == [5] * 10       # then one variant for every length
+    assert "__tack_shape0_a" in _ir(next_or_zero, a[:7], out[:7])
+
+
 @tack.kernel
-def copied(a, out):
-    for i in range(len(a)):   # len(a) in the range only: not baked
-        out[i] = a[i]
+def count_and_size(a, out) -> int:
+    for i in range(len(a)):
+        tack.atomic_add(out, 0, 1)
+    return len(a) * 100 + len(out)
 
 
-def test_a_kernel_compiling_for_every_new_length_warns_once(rng):
-    host = rng.gen.standard_normal(40)
-    a, out = tack.array(host), tack.zeros(40, tack.f64)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for n in range(10, 22):   # twelve lengths: eight variants warn, once
-            next_or_zero(a[:n], out[:n])
-            expected = np.append(host[1:n], 0.0)
-            np.testing.assert_array_equal(out.numpy()[:n], expected, err_msg=repr(rng))
-            copied(a[:n], out[:n])
-    found = [w for w in caught if issubclass(w.category, tack.PerformanceWarning)]
-    assert len(found) == 1, [str(w.message) for w in found]
-    assert str(found[0].message) == (
-        "Kernel 'next_or_zero' has 8 variants that differ only in lengths its body "
-        "reads (len(a)): each new length compiles the kernel again. Pass a length "
-        "that changes as an argument and use it in the body, or read the length only "
-        "in the parallel loop's range, which does not compile again")
-    assert found[0].filename == __file__   # the user's call, not Tack's internals
-    assert issubclass(tack.PerformanceWarning, RuntimeWarning)
+def test_a_returned_length_is_read_at_run_time_too(rng):
+    out = tack.zeros(3, tack.i64)
+    for n in [5, 6, 7, 8, 9, 10, 0, 1, 33]:
+        a = tack.zeros(n, tack.f32)
+        out.fill(0)
+        assert count_and_size(a, out[:1 + n % 3]) == n * 100 + 1 + n % 3
+        assert out.numpy()[0] == n
+    assert len(count_and_size._variants) <= 2 * (4 + 1)   # kernel and return epilogue
+
+
+def test_changing_lengths_from_threads_give_every_thread_its_own_answer(rng):
+    """Threads calling with their own lengths while the kernel goes over to
+    run-time lengths: every answer is the one for that call's length."""
+    host = rng.values(tack.f64, 300)
+    failures = []
+
+    @tack.kernel
+    def tail_sum(a, out):
+        for i in range(len(out)):
+            out[i] = a[len(a) - 1] + i
+
+    def work(seed):
+        a = tack.array(host)
+        out = tack.zeros(4, tack.f64)
+        for step in range(40):
+            n = 1 + (seed * 37 + step * 11) % 299
+            tail_sum(a[:n], out)
+            if not np.array_equal(out.numpy(), host[n - 1] + np.arange(4)):
+                failures.append((seed, n))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []

@@ -253,6 +253,26 @@ def test_ndindex_launch_passes_the_inner_extents_and_packs_by_type(fake, fake_de
     assert np.frombuffer(pack[8:16], np.float64)[0] == 0.5
 
 
+def test_a_length_read_at_run_time_travels_in_the_i64_pack(fake, fake_device):
+    """Past four lengths a length the body reads is a hidden i64 argument,
+    filled from each call's array."""
+    @tack.kernel
+    def last_of(x, out):
+        for i in range(len(out)):
+            out[i] = x[len(x) - 1]
+
+    with fake_device:
+        x, out = tack.zeros(300), tack.zeros(4)
+        fake.arity = 3    # x, out, the iteration count: the length baked in
+        for n in [10, 20, 30, 40]:
+            last_of(x[:n], out)
+        fake.arity = 4    # x, out, the i64 pack, the iteration count
+        for n in [50, 60, 7]:
+            last_of(x[:n], out)
+            assert np.frombuffer(fake.pack_copies[-1][:8], np.int64)[0] == n
+            assert fake.launches[-1][2][0] == x._ptr and fake.launches[-1][2][3] == 4
+
+
 def test_every_scalar_lands_in_its_slot_of_its_types_pack(fake, fake_device):
     with fake_device:
         x, y = tack.zeros(300), tack.zeros(300)

@@ -271,6 +271,27 @@ def test_scalars_go_by_value_in_their_types_and_changing_them_never_waits(fake):
 
 
 @tack.kernel
+def last_of(x, out):
+    for i in range(len(out)):
+        out[i] = x[len(x) - 1]
+
+
+def test_a_length_read_at_run_time_is_an_i64_argument_after_the_others(fake):
+    """Past four lengths, a length the body reads is a hidden ``long``
+    argument, set from each call's array."""
+    dev = _device()
+    with dev:
+        x, out = tack.zeros(300), tack.zeros(4)
+        for n in [10, 20, 30, 40, 50, 60, 7]:
+            last_of(x[:n], out)
+            _, args = fake.launches[-1]
+            if n in (50, 60, 7):
+                assert [_word(args[k]) for k in (0, 1, 2, 3)] == [x._ptr, out._ptr, n, 4]
+        source = tack.inspect(last_of, x[:9], out, mode="source")
+        assert "long tack_var__u_utack_ushape0_ux, long tack_total" in source
+
+
+@tack.kernel
 def checked_print(a, b):
     for i in range(len(b)):
         print("b", b[i + 1], a)

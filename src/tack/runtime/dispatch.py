@@ -18,6 +18,7 @@ from ..ir import expressions as E
 from ..ir.access import write_only_params
 from ..ir.passes.common import ArgSpec, kernel_error
 from ..ir.passes.infer import check_arguments, default_float
+from ..ir.passes.resolve import runtime_extents
 from ..ir.statements import Store
 from ..ir.traversal import walk
 from .array import Array
@@ -250,12 +251,16 @@ class Bound:
     """
 
     __slots__ = ("kernel", "device", "default", "backend", "specs", "epilogue",
-                 "template", "programs", "source", "generic", "run", "fusing")
+                 "template", "runtime", "shape_params", "programs", "source",
+                 "generic", "run", "fusing")
 
     def __init__(self, kernel, device, default, specs, template, epilogue=False,
                  result=None):
         self.kernel = kernel
         self.template = template    # the kernel's Template this call lowers with
+        # which extents its variants take at run time and which they bake (and
+        # its signature keys on), as the template had them when this was made
+        self.runtime, self.shape_params = template.baking
         self.device = device
         self.default = default
         self.backend = device.backend
@@ -269,21 +274,23 @@ class Bound:
         streamed = (tuple(positions[name] for name in write_only_params(function))
                     if self.backend.supports_streaming else ())
         packed = self.backend.launch_style == "packed"
+        hidden = tuple((positions[a], d) for a, d in runtime_extents(function,
+                                                                    self.runtime))
         self.source = generate(len(specs), arrays, function.parallel_for.extents,
                                positions, self.backend.specialize_disjoint,
                                result is not None, packed, streamed,
-                               self.backend.streaming_bytes)
+                               self.backend.streaming_bytes, hidden)
         self.run = self.generic = compile_runner(self.source, self.programs,
                                                  self.program, result)
         # what fused_head needs (None: this signature's runner stays plain)
         self.fusing = None if packed or result is not None else (
             len(specs), arrays, function.parallel_for.extents, positions,
-            self.backend.specialize_disjoint)
+            self.backend.specialize_disjoint, hidden)
 
     def program(self, mode: int) -> BoundProgram:
         """The program of variant ``mode`` (ALIASED, DISJOINT or STREAMING)."""
         variant = self.kernel._variant(self.backend, self.specs, mode,
-                                       self.epilogue, self.template)
+                                       self.epilogue, self.template, self.runtime)
         bound = self.programs[mode] = BoundProgram(variant, self.backend, self.device)
         if self.fusing is not None and self.run is self.generic and not bound.prints:
             head = fused_head(*self.fusing, mode, self.generic)

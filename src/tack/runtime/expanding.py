@@ -104,10 +104,13 @@ class Expanding:
     def bind(self, args, flat, key):
         expanded = expansion(self.kernel, self.positions, self.names, args, key)
         self.display[key] = expanded.display
-        runner, template = self.kernel._bind(flat, self.default, self.debug, expanded)
+        runner, shape_params = self.kernel._bind(flat, self.default, self.debug,
+                                                 expanded)
+        if shape_params is None:   # made before its template changed: not kept
+            return runner
         with self.lock:
-            if not template.shape_params <= self.shape_params:
-                self.shape_params = self.shape_params | template.shape_params
+            if not shape_params <= self.shape_params:
+                self.shape_params = self.shape_params | shape_params
                 self.table.clear()
             self.table.put((key, self.signature(flat)), runner)
         return runner

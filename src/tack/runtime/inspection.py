@@ -27,13 +27,14 @@ from .kernel import Kernel
 MODES = ("ir", "source", "optimized", "cost")
 
 
-def _checked(name, fn, args, specs, backend):
-    """``fn`` through the pipeline for the variant these arguments take, with
-    dispatch's checks of the result (read-only arrays it may write)."""
+def _checked(name, fn, args, specs, backend, runtime):
+    """``fn`` through the pipeline for the variant these arguments take (taking
+    the extents in ``runtime`` at run time), with dispatch's checks of the
+    result (read-only arrays it may write)."""
     variant = variant_mode(backend, fn, args, specs)
     request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                              backend.class_name, variant >= DISJOINT,
-                             backend.supports_workgroups, variant == STREAMING)
+                             backend.supports_workgroups, variant == STREAMING, runtime)
     optimized = run_pipeline(fn, request)
     check_writable(name, Variant(optimized, None), fn.params, args)
     return optimized
@@ -48,7 +49,8 @@ def inspect(kernel, *args, mode: str = "source") -> str:
                          f"'optimized', or 'cost'.")
     debug = debug_enabled()
     args, expanded = expand_call(kernel, args)
-    lowered = kernel.prepare(args, debug, expanded).lowered
+    prepared = kernel.prepare(args, debug, expanded)
+    lowered, runtime = prepared.lowered, prepared.baking.runtime
     template = lowered.kernel
     device = placement(kernel.name, args, get_default_device())
     if debug:  # show the bounds-checked code a debug launch runs
@@ -56,7 +58,7 @@ def inspect(kernel, *args, mode: str = "source") -> str:
     backend = device.backend
     specs, extents = call_specs(kernel.name, template, args)
     # the checks a launch makes with these arguments, as dispatch makes them
-    optimized = _checked(kernel.name, template, args, specs, backend)
+    optimized = _checked(kernel.name, template, args, specs, backend, runtime)
     if backend.supports_workgroups:
         launch_count(kernel.name, extents, requires_full_workgroups(optimized),
                      backend.max_launch, backend.api_name)
@@ -64,7 +66,7 @@ def inspect(kernel, *args, mode: str = "source") -> str:
         full, dtype, count = epilogue_specs(lowered, specs)
         scratch = empty(count, dtype, device=device)
         epilogue = _checked(kernel.name, lowered.epilogue, tuple(args) + (scratch,), full,
-                            backend)
+                            backend, runtime)
         backend.typed(epilogue)   # its type errors, which its build would raise
     if mode == "ir":  # before any backend's scalar packing
         return format_function(verify(annotate_types(optimized), "typed"))

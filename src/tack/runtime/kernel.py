@@ -10,9 +10,10 @@ are translated.
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 from ..cache import kernels as disk
-from ..errors import PerformanceWarning, UnsupportedSyntaxError, warn_at_caller
+from ..errors import UnsupportedSyntaxError
 from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
@@ -32,9 +33,19 @@ from .runners import Runners
 _transform_lock = threading.RLock()
 
 
-# Variants of one template that differ only in baked extents before a
-# PerformanceWarning (Kernel._count_extent_variant).
-EXTENT_VARIANTS = 8
+# Variants of one template that differ only in the values of baked extents
+# before those that differ are taken at run time (Kernel._note_extents).
+EXTENT_VARIANTS = 4
+
+
+class Baking(NamedTuple):
+    """Which extents a template's new variants take at run time (``runtime``:
+    ``(parameter, dim)``) and the ``(position, dim)`` of those they bake in
+    (``params``: what their signatures key on). Replaced whole, never edited,
+    so a reader sees one consistent pair."""
+
+    runtime: frozenset
+    params: frozenset
 
 
 class Template:
@@ -42,7 +53,7 @@ class Template:
     its vector and matrix array parameters, and its device-class expansion."""
 
     __slots__ = ("key", "debug", "elements", "expanded", "lowered", "ir_key",
-                 "shape_params", "shape_deps", "extent_variants", "extent_warned")
+                 "shape_deps", "baking", "history")
 
     def __init__(self, key, debug: bool, elements: tuple, expanded):
         self.key = key
@@ -51,10 +62,20 @@ class Template:
         self.expanded = expanded      # device_class.Expanded or None
         self.lowered = None
         self.ir_key = None
-        self.shape_params = frozenset()
-        self.shape_deps: dict = {}
-        self.extent_variants: dict = {}   # variant key less the lengths -> count
-        self.extent_warned = False
+        self.shape_deps: dict = {}   # parameter -> dims its bodies read
+        self.baking = Baking(frozenset(), frozenset())
+        self.history: dict = {}   # variant key less baked values -> those values seen
+
+    def baked_dims(self, name: str, runtime=None) -> tuple:
+        """The dims of parameter ``name`` whose extents variants bake in."""
+        runtime = self.baking.runtime if runtime is None else runtime
+        return tuple(d for d in self.shape_deps.get(name, ()) if (name, d) not in runtime)
+
+    def rebake(self, runtime: frozenset) -> None:
+        """Take the extents in ``runtime`` at run time from now on."""
+        params = [p.name for p in self.lowered.kernel.params]
+        self.baking = Baking(runtime, frozenset(
+            (k, d) for k, name in enumerate(params) for d in self.baked_dims(name, runtime)))
 
 
 class FastPath:
@@ -89,6 +110,14 @@ class FastPath:
                 self.key = signature_function(self.n_args, self.shape_params)
                 self.table.clear()
             self.table.put(self.key(args), runner)
+
+    def reset(self) -> None:
+        """Forget every runner and baked shape: a template now bakes fewer
+        (the runners stored since key on what they need again)."""
+        with self.lock:
+            self.shape_params = frozenset()
+            self.key = signature_function(self.n_args, self.shape_params)
+            self.table.clear()
 
 
 class Kernel:
@@ -158,22 +187,22 @@ class Kernel:
                 disk.store_template(key, lowered)
         deps = dict(shape_dependencies(lowered.kernel))
         if lowered.epilogue is not None:
-            deps.update(shape_dependencies(lowered.epilogue))
-        params = [p.name for p in lowered.kernel.params]
+            for name, dims in shape_dependencies(lowered.epilogue).items():
+                deps[name] = tuple(sorted(set(deps.get(name, ())) | set(dims)))
         template.ir_key = key
         template.shape_deps = deps
-        # (position, dim) of each extent a variant bakes in: only those select it
-        template.shape_params = frozenset((k, d) for k, n in enumerate(params)
-                                          if n in deps for d in deps[n])
         template.lowered = lowered
+        template.rebake(frozenset())   # every extent the bodies read, baked at first
 
     # -- tier 2: variants ----------------------------------------------------------
     def _variant(self, backend, specs, mode: int, epilogue: bool,
-                 template: Template) -> Variant:
-        """The variant for ``mode`` (dispatch.ALIASED, DISJOINT or STREAMING)."""
+                 template: Template, runtime: frozenset) -> Variant:
+        """The variant for ``mode`` (dispatch.ALIASED, DISJOINT or STREAMING)
+        that takes the extents in ``runtime`` at run time and bakes the rest."""
         lowered = template.lowered
         function = lowered.epilogue if epilogue else lowered.kernel
-        key = self._variant_key(backend, template, function, specs, mode, epilogue)
+        key = self._variant_key(backend, template, function, specs, mode, epilogue,
+                                runtime)
         found = self._variants.get(key)
         if found is not None:
             return found
@@ -181,49 +210,41 @@ class Kernel:
             found = self._variants.get(key)
             if found is None:
                 found = self._build_variant(backend, template, function, specs,
-                                            mode, key)
+                                            mode, key, runtime)
                 self._variants[key] = found
-                self._count_extent_variant(template, key)
+                self._note_extents(template, key)
         return found
 
-    def _count_extent_variant(self, template: Template, key) -> None:
-        """Warn once per template when the EXTENT_VARIANTS-th variant differs
-        from others only in the length (``.shape[0]``) of a parameter the body
-        reads: a length that changes every step (``kernel(pos[:n])`` with
-        ``len(pos)`` in the body) compiles every step. Row lengths (a fixed
-        set of grids) and parameters Tack names itself (``__...``: textures,
-        device-class attributes) do not count."""
-        target, _, (epilogue, parts, mode) = key
-        if epilogue or template.extent_warned:   # (a return's variant: with its kernel's)
+    def _note_extents(self, template: Template, key) -> None:
+        """After a new variant: when EXTENT_VARIANTS variants differ only in
+        the values of baked extents (``kernel(pos[:n])`` with ``len(pos)`` in the
+        body and a new ``n`` every step), the extents that differ are taken at
+        run time from then on, so the next value compiles nothing. A few fixed
+        sizes (the levels of a grid hierarchy) keep their baked variants."""
+        target, _, (epilogue, parts, mode, runtime) = key
+        if runtime != tuple(sorted(template.baking.runtime)):
+            return   # a variant of an older baking, built for a runner made before
+        group = (target, epilogue, mode, tuple(part[:3] for part in parts))
+        seen = template.history.setdefault(group, set())
+        seen.add(tuple(part[3] for part in parts))
+        if len(seen) < EXTENT_VARIANTS:
             return
-        params = [p.name for p in template.lowered.kernel.params]   # the parts' order
-        lengths = [k for k, p in enumerate(params) if 0 in
-                   template.shape_deps.get(p, ()) and not p.startswith("__")]
-        if not lengths:
-            return
-        # the variant with each watched length left out
-        group = (target, mode, tuple(
-            part[:3] + ((part[3][1:] if k in lengths else part[3]),)
-            for k, part in enumerate(parts)))
-        count = template.extent_variants.get(group, 0) + 1
-        template.extent_variants[group] = count
-        if count < EXTENT_VARIANTS:
-            return
-        template.extent_warned = True
-        names = ", ".join(f"len({params[k]})" for k in lengths)
-        warn_at_caller(PerformanceWarning(
-            f"Kernel '{self.name}' has {count} variants that differ only in lengths "
-            f"its body reads ({names}): each new length compiles the kernel again. "
-            f"Pass a length that changes as an argument and use it in the body, or "
-            f"read the length only in the parallel loop's range, which does not "
-            f"compile again"))
+        params = (template.lowered.epilogue if epilogue else template.lowered.kernel).params
+        varying = set()
+        for k, values in enumerate(zip(*seen)):   # each parameter's baked values
+            dims = template.baked_dims(params[k].name)
+            varying |= {(params[k].name, d) for j, d in enumerate(dims)
+                        if len({v[j] for v in values}) > 1}
+        template.history.clear()
+        template.rebake(template.baking.runtime | varying)
+        self._fast[template.debug].reset()
 
-    def _variant_key(self, backend, template, function, specs, mode, epilogue):
+    def _variant_key(self, backend, template, function, specs, mode, epilogue,
+                     runtime):
         parts = []
         for param, spec in zip(function.params, specs):
-            dims = template.shape_deps.get(param.name, ())
-            baked = tuple(spec.shape[d] for d in dims if d < len(spec.shape)) if dims \
-                else None
+            dims = template.baked_dims(param.name, runtime)
+            baked = tuple(spec.shape[d] for d in dims if d < len(spec.shape))
             ndim = len(spec.shape) if spec.is_array else None
             parts.append((spec.dtype, spec.category, ndim, baked))
         # ((target, memory domain), template, what the variant itself depends on):
@@ -232,10 +253,10 @@ class Kernel:
         # loaded into one device's context. The mode is 0/1 for aliased/disjoint
         # (the keys False/True had) or 2 for streaming.
         return ((backend.cache_target(), backend.memory_domain), template.key,
-                (epilogue, tuple(parts), int(mode)))
+                (epilogue, tuple(parts), int(mode), tuple(sorted(runtime))))
 
     def _build_variant(self, backend, template, function, specs, mode,
-                       key) -> Variant:
+                       key, runtime) -> Variant:
         """From the disk cache when it has this variant, else compiled (and stored)."""
         disk_key = None
         if template.ir_key and disk.enabled() and hasattr(backend, "artifact"):
@@ -245,7 +266,8 @@ class Kernel:
                 return Variant(*cached)
         request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                                  backend.class_name, mode >= DISJOINT,
-                                 backend.supports_workgroups, mode == STREAMING)
+                                 backend.supports_workgroups, mode == STREAMING,
+                                 runtime)
         optimized = run_pipeline(function, request)
         if _record.enabled():
             _record.record(optimized)
@@ -293,8 +315,9 @@ class Kernel:
             if len(args) == n_args:   # else it raises the count error, after expanding
                 self._fast[debug].add(args, frozenset(), runner)
             return runner
-        bound, template = self._bind(args, default, debug)
-        self._fast[debug].add(args, template.shape_params, bound)
+        bound, shape_params = self._bind(args, default, debug)
+        if shape_params is not None:
+            self._fast[debug].add(args, shape_params, bound)
         return bound
 
     def prepare(self, args, debug: bool, expanded=None) -> Template:
@@ -308,7 +331,11 @@ class Kernel:
         return self._template(debug, element_spec(args), expanded)
 
     def _bind(self, args, default, debug: bool, expanded=None):
-        """A Bound for expanded ``args`` (debug mode adds the hidden arrays)."""
+        """``(runner, shape_params)``: a Bound for expanded ``args`` (debug mode
+        adds the hidden arrays) and the baked extents its signature keys on;
+        None for those of a runner made just before its template took more
+        extents at run time (another thread's variant): it runs this call,
+        and the next makes a runner of the new kind instead."""
         template = self.prepare(args, debug, expanded)
         lowered = template.lowered
         device = placement(self.name, args, default)
@@ -326,10 +353,13 @@ class Kernel:
         check_writable(self.name, bound.program(mode).variant, params, args)
         if result is not None:
             result.check_writable(args)   # the epilogue may store and run atomics too
+        current = bound.runtime is template.baking.runtime
+        shape_params = bound.shape_params if current else None
         if debug:   # after the build, which finds an index count past the rank first
             _debug.check_shape_reads(self.name, lowered.kernel, user_args)
-            return _debug.Checked(self.name, bound, lowered, device, len(user_args)), template
-        return bound, template
+            return (_debug.Checked(self.name, bound, lowered, device, len(user_args)),
+                    shape_params)
+        return bound, shape_params
 
     def _debug_call(self, args):
         """Debug mode: the bounds-checked template; IndexError after the launch."""

@@ -1,11 +1,13 @@
 """The warm dispatch path: one generated Python function per call signature.
 
 For a signature seen before, ``Kernel.__call__`` runs a function written for
-exactly that argument pattern: it unpacks the arguments, evaluates the loop
-extents, tests the arrays for overlap (picking the disjoint or aliased
-variant, and on the CPU the streaming one for large write-only arrays), packs the arguments with one ``struct.pack_into`` into a buffer
-owned by the calling thread, and makes one native call. Nothing in it walks
-IR, derives a key, or allocates beyond Python's own integers.
+exactly that argument pattern: it unpacks the arguments, reads the extents
+the variant takes at run time, evaluates the loop extents, tests the arrays
+for overlap (picking the disjoint or aliased variant, and on the CPU the
+streaming one for large write-only arrays), packs the arguments with one
+``struct.pack_into`` into a buffer owned by the calling thread, and makes one
+native call. Nothing in it walks IR, derives a key, or allocates beyond
+Python's own integers (and, on a device, the tuples it hands the launch).
 
 The generated source is kept on the launcher (``source``) for inspection.
 """
@@ -101,12 +103,14 @@ def _mode(test: str, streamed, streaming_bytes: int, n_extents: int = 1) -> str:
     return f"((2 if {size} >= {streaming_bytes}{rows} else 1) if {test} else 0)"
 
 
-def _prologue(name: str, n_args: int, extents, positions) -> list:
-    """``def <name>(args):`` unpacking the arguments as ``a<k>`` and setting
-    the extents ``e<k>``."""
+def _prologue(name: str, n_args: int, extents, positions, hidden=()) -> list:
+    """``def <name>(args):`` unpacking the arguments as ``a<k>``, setting the
+    run-time extents the kernel takes as hidden parameters after them (``hidden``:
+    ``(position, dim)`` of each, see ``resolve``) and the loop's extents ``e<k>``."""
     lines = [f"def {name}(args):"]
     if n_args:
         lines.append(f"    {', '.join(f'a{k}' for k in range(n_args))}, = args")
+    lines += [f"    a{n_args + j} = a{k}._shape[{d}]" for j, (k, d) in enumerate(hidden)]
     lines += [f"    e{k} = {extent_source(e, positions, checked=False)}"
               for k, e in enumerate(extents)]
     return lines
@@ -114,21 +118,25 @@ def _prologue(name: str, n_args: int, extents, positions) -> list:
 
 def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool,
              result: bool, packed: bool = True, streamed=(),
-             streaming_bytes: int = 0) -> str:
+             streaming_bytes: int = 0, hidden=()) -> str:
     """Source of ``run(args)`` for one signature (see module doc)."""
-    lines = _prologue("run", n_args, extents, positions)
+    lines = _prologue("run", n_args, extents, positions, hidden)
     test = _overlap_test(array_positions) if disjoint_ok else "False"
     lines.append(f"    m = {_mode(test, streamed, streaming_bytes, len(extents))}")
     lines.append("    p = programs[m] or program(m)")
     if not packed:  # the backend binds the arguments itself (device backends)
-        lines.append(f"    p.launch(args, ({''.join(f'e{k}, ' for k in range(len(extents)))}))")
+        given = (f"({''.join(f'a{k}, ' for k in range(n_args + len(hidden)))})"
+                 if hidden else "args")
+        lines.append(f"    p.launch({given}, "
+                     f"({''.join(f'e{k}, ' for k in range(len(extents)))}))")
         lines.append("    return result(args)" if result else "    return None")
         return "\n".join(lines) + "\n"
     total = " * ".join(f"e{k}" for k in range(len(extents)))
     extent_tuple = f"({''.join(f'e{k}, ' for k in range(len(extents)))})"
     positive = " and ".join(f"e{k} > 0" for k in range(len(extents)))
     lines.append(f"    if {positive}:")
-    values = [f"a{k}._ptr" if k in array_positions else f"a{k}" for k in range(n_args)]
+    values = [f"a{k}._ptr" if k in array_positions else f"a{k}"
+              for k in range(n_args + len(hidden))]
     values += [f"e{k}" for k in range(1, len(extents))]
     if len(extents) > 1:   # the product is the entry's i64 loop count: it must fit
         lines.append(f"        t = {total}")
@@ -147,13 +155,13 @@ def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool
 
 
 def fused_head(n_args: int, array_positions, extents, positions, disjoint_ok: bool,
-               mode: int, other) -> tuple:
+               hidden, mode: int, other) -> tuple:
     """``(lines, names)``: the head of a signature's runner with the launch of
     variant ``mode`` written in (``Backend.fused_launcher``, device backends),
     and the names it uses. It is the runner's own first lines, then a
     hand-over to ``other`` (the plain runner) for a call whose arrays take
     the other variant."""
-    lines = _prologue("launch", n_args, extents, positions)
+    lines = _prologue("launch", n_args, extents, positions, hidden)
     test = _overlap_test(array_positions) if disjoint_ok else "False"
     if test not in ("True", "False"):
         lines += [f"    if {'not ' if mode else ''}({test}):",

@@ -1,6 +1,7 @@
 """infer: give every parameter its type from the call's arguments.
 
-Assumes: resolved IR and one :class:`ArgSpec` per parameter.
+Assumes: resolved IR and one :class:`ArgSpec` per parameter, but for the
+hidden extent parameters resolve appends (typed i64 already).
 Guarantees: every parameter has a ``dtype``, ``is_array`` and ``ndim``.
 Rejects (``TypeError``): a scalar where the kernel uses an array and the other
 way round, and an array indexed with a number of indices other than its rank.
@@ -50,6 +51,7 @@ def infer_param_types(fn: Function, specs) -> Function:
                                         ndim=len(spec.shape)))
         else:
             params.append(param.replace(dtype=spec.dtype, is_array=False, ndim=0))
+    params += fn.params[len(specs):]   # resolve's run-time extents: typed already
     fn = fn.replace(params=tuple(params), default_float=default_float(specs))
     return _fill_like_allocations(fn)
 

@@ -32,13 +32,15 @@ class VariantRequest:
     disjoint: bool = False
     supports_workgroups: bool = False
     streaming: bool = False   # stores into write-only arrays bypass the cache (CPU)
+    runtime_extents: frozenset = frozenset()   # (array, dim) read at run time
 
     def shapes(self, fn: Function) -> dict:
         return {p.name: s.shape for p, s in zip(fn.params, self.specs) if s.is_array}
 
 
 PIPELINE = (
-    ("resolve", lambda fn, rq: resolve(check_arguments(fn, rq.specs), rq.shapes(fn)),
+    ("resolve", lambda fn, rq: resolve(check_arguments(fn, rq.specs), rq.shapes(fn),
+                                         rq.runtime_extents),
      "resolved"),
     ("infer", lambda fn, rq: infer_param_types(fn, rq.specs), "inferred"),
     ("check_types", lambda fn, rq: check_dispatch_types(
