@@ -232,6 +232,46 @@ def test_a_collected_class_drops_its_variants(rng):
     np.testing.assert_allclose(out.numpy(), x + 10, **F32, err_msg=f"seed={rng.seed}")
 
 
+def make_multiplier(factor):
+    """A class per call, alike in everything but its method's body."""
+    if factor == 2.0:
+        @tack.device_class
+        class Times:
+            @tack.func
+            def apply(self, x):
+                return x * 2.0
+    else:
+        @tack.device_class
+        class Times:
+            @tack.func
+            def apply(self, x):
+                return x * 3.0
+    return Times
+
+
+def test_a_new_class_at_a_collected_class_s_address_gets_its_own_code(rng, monkeypatch):
+    """Compiled code is keyed by a number each class gets once, not by its
+    ``id``, which a new class at a collected one's address shares: with the
+    finalizer that frees a collected class's code kept from running (as a
+    finalizer raising while another thread adds to the tables did), a new
+    class still never runs another's code."""
+    import tack.runtime.expanding as expanding
+    monkeypatch.setattr(expanding, "_drop", lambda *args: None)
+    x = rng.floats(5)
+    xa, out = tack.array(x), tack.zeros(5)
+    ids = set()
+    for k in range(40):
+        factor = 2.0 if k % 2 else 3.0
+        cls = make_multiplier(factor)
+        ids.add(id(cls))
+        use_collected(cls(), xa, out)
+        np.testing.assert_allclose(out.numpy(), x * factor, **F32,
+                                   err_msg=f"class {k} seed={rng.seed}")
+        del cls
+        gc.collect()
+    assert len(ids) < 40   # addresses were reused, or the test proves nothing
+
+
 # -- vectors through a device class ------------------------------------------------------------
 
 @tack.device_class

@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import itertools
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +46,25 @@ def device_class(cls):
 
 def is_instance(value) -> bool:
     return getattr(type(value), "_device_class", False) is True
+
+
+_serials = itertools.count(1)
+_serial_lock = threading.Lock()
+
+
+def serial(cls) -> int:
+    """The number that stands for ``cls`` in every key of compiled code: given
+    once per class object (a subclass gets its own) and never again, so a
+    class made after another was collected, at the same address, never finds
+    the other's code (an ``id`` could be reused)."""
+    number = cls.__dict__.get("_tack_serial")
+    if number is None:
+        with _serial_lock:
+            number = cls.__dict__.get("_tack_serial")
+            if number is None:
+                number = next(_serials)
+                cls._tack_serial = number
+    return number
 
 
 def methods_of(cls) -> dict:

@@ -7,9 +7,14 @@ import functools
 import inspect
 import os
 import textwrap
+import threading
 from dataclasses import dataclass
 
 from ..ir.node import Span
+
+# Decorating kernels from several threads at once: one parse at a time (two
+# at once raised SystemError on CPython 3.11.7).
+_PARSE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,8 @@ def read_source(fn, kind: str) -> Source:
     raw = "".join(lines)
     text = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    module = ast.parse(text)
+    with _PARSE_LOCK:   # CPython 3.11's parser is not thread-safe (gh-106905)
+        module = ast.parse(text)
     tree = module.body[0]
     if not isinstance(tree, ast.FunctionDef):
         raise TypeError(f"@tack.{'kernel' if kind == 'Kernel' else 'func'} "

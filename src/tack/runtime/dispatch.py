@@ -21,6 +21,7 @@ from ..ir.passes.infer import check_arguments, default_float
 from ..ir.passes.resolve import runtime_extents
 from ..ir.statements import Store
 from ..ir.traversal import walk
+from ..lang.device_class import serial as class_serial
 from .array import Array
 from .host_eval import extent_evaluator
 from .launcher import (PackBuffers, compile_runner, disjoint, fused_head, generate,
@@ -61,11 +62,11 @@ def _scalar_entry(value, dims: tuple = ()):
     kind = type(value)
     if kind in _NUMBER_TYPES:
         return _scalar_kind(value)
-    # A device-class instance enters by the id of its class, so the table never
-    # keeps a class alive (see expanding.py); asked before the checks below,
-    # which every warm call with such an argument would make in vain.
+    # A device-class instance enters by its class's serial number, so the table
+    # never keeps a class alive (see expanding.py); asked before the checks
+    # below, which every warm call with such an argument would make in vain.
     if getattr(kind, "_device_class", False) is True:
-        return id(kind)
+        return ("class", kind.__dict__.get("_tack_serial") or class_serial(kind))
     if isinstance(value, Array):   # a subclass: keyed as an Array is, and by its class
         return (id(type(value)), value._sig, tuple(value._shape[d:d + 1] for d in dims))
     return _scalar_kind(value) or id(kind)

@@ -10,8 +10,9 @@ The reads of a warm call are generated code (``fast_expander``) that checks
 them against the latest classification and falls back to classifying (and
 rebuilding the check) when anything changed.
 
-A class's templates and variants are dropped when the class is garbage
-collected (keys hold its ``id``, never the class itself).
+Keys hold a class's serial number (``device_class.serial``), never the class
+itself nor its ``id``, which a later class may reuse; its templates and
+variants are dropped when the class is garbage collected.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class Expanding:
             for group in ("array", "scalar"):
                 flat.extend(getattr(obj, attr) for attr, kind, _ in classified
                             if kind == group)
-            key.append((id(cls), classified))
+            key.append((device_class.serial(cls), classified))
         # A call the fast path could not answer: the object changed (for good,
         # usually: a new constant, another scalar type), so it is rebuilt for
         # this call, a bounded number of times (objects that alternate would
@@ -119,8 +120,8 @@ class Expanding:
 def fast_expander(positions, args, key):
     """``expand`` for calls whose objects classify as in ``key``, as generated
     code: ``(flat, key)``, or None for a call it cannot vouch for (then
-    ``expand`` classifies). It checks, per object, the class (by id: a
-    collected class drops the runners that hold this function), each array
+    ``expand`` classifies). It checks, per object, the class (by its serial
+    number), each array
     attribute's type, each run-time scalar's type (int, float, or the type it
     had when classified), and each compile-time constant by identity, in the
     instance and in the class (another object may be another value), so any
@@ -129,13 +130,14 @@ def fast_expander(positions, args, key):
     scope = {"Array": Array, "MISSING": _MISSING}
     lines = ["def fast(args):", f"    if len(args) != {len(args)}: return None"]
     flat = [f"args[{k}]" for k in range(len(args)) if k not in positions]
-    for k, (cls_id, classified) in zip(reversed(positions), key):
+    for k, (number, classified) in zip(reversed(positions), key):
         obj = args[k]
         own, on_class = vars(obj) if hasattr(obj, "__dict__") else None, vars(type(obj))
         if own is None:   # __slots__: no instance dict to read; expand() classifies
             return None
         lines += [f"    o{k} = args[{k}]",
-                  f"    if id(type(o{k})) != {cls_id}: return None",
+                  f"    if type(o{k}).__dict__.get('_tack_serial') != {number}: "
+                  f"return None",
                   f"    d{k}, c{k} = o{k}.__dict__, type(o{k}).__dict__"]
         for m, (attr, kind, _) in enumerate(classified):
             name = f"v{k}_{m}"
@@ -210,7 +212,7 @@ def references_of(kernel, cls, param: str) -> tuple:
     """What the kernel reads of the object passed as ``param`` (memoized):
     values, methods, and the position of each value's first use."""
     cache = kernel._references
-    found = cache.get((id(cls), param))
+    found = cache.get((device_class.serial(cls), param))
     if found is None:
         source = kernel.source
 
@@ -222,35 +224,43 @@ def references_of(kernel, cls, param: str) -> tuple:
         positions = {attr: source.where(node) if method is None else
                      f"in method '{method}' {_where(node)}"
                      for attr, (node, method) in first.items()}
-        found = cache[(id(cls), param)] = (values, called, positions)
+        found = cache[(device_class.serial(cls), param)] = (values, called, positions)
     return found
 
 
 def watch_class(kernel, cls) -> None:
     """Drop what ``kernel`` compiled for ``cls`` once the class is collected."""
+    number = device_class.serial(cls)
     watched = kernel._watched
-    if id(cls) in watched:
+    if number in watched:
         return
-    watched.add(id(cls))
+    watched.add(number)
     ref = weakref.ref(kernel)
-    weakref.finalize(cls, _drop, ref, id(cls))
+    weakref.finalize(cls, _drop, ref, number)
 
 
-def _drop(ref, cls_id: int) -> None:
+def _drop(ref, number: int) -> None:
+    """The finalizer of a collected class: frees what was compiled for it.
+    Only memory depends on it (keys hold the class's serial number, never
+    reused), so it takes no lock (it may run in any thread, at any
+    allocation): each table is read whole in one step (``tuple(d)``, while
+    other threads may add entries) and its entries popped."""
     kernel = ref()
     if kernel is None:
         return
-    kernel._watched.discard(cls_id)
-    for key in [k for k in kernel._references if k[0] == cls_id]:
-        del kernel._references[key]
-    with kernel._lock:
-        for key in [k for k in kernel._templates if _mentions(k[2], cls_id)]:
-            del kernel._templates[key]
-        for key in [k for k in kernel._variants if _mentions(k[1][2], cls_id)]:
-            del kernel._variants[key]
-        for fast in kernel._fast:
-            fast.table.clear()
+    for fast in kernel._fast:   # first: no runner for the class is left to find
+        fast.table.clear()
+    kernel._watched.discard(number)
+    for key in tuple(kernel._references):
+        if key[0] == number:
+            kernel._references.pop(key, None)
+    for key in tuple(kernel._templates):
+        if _mentions(key[2], number):
+            kernel._templates.pop(key, None)
+    for key in tuple(kernel._variants):
+        if _mentions(key[1][2], number):
+            kernel._variants.pop(key, None)
 
 
-def _mentions(expansion_key, cls_id: int) -> bool:
-    return expansion_key is not None and any(c == cls_id for c, _ in expansion_key)
+def _mentions(expansion_key, number: int) -> bool:
+    return expansion_key is not None and any(c == number for c, _ in expansion_key)

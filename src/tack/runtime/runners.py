@@ -18,7 +18,9 @@ OPTIONED_RUNNERS = 4
 
 class Runners(dict):
     """key -> runner. Warm calls read it with ``dict.get``; ``put`` and ``clear``
-    are called under the owner's lock."""
+    are called under the owner's lock, but for the ``clear`` of a collected
+    device class's finalizer (``expanding._drop``), which may come between
+    any two steps of a ``put``."""
 
     __slots__ = ("optioned",)
 
@@ -36,7 +38,8 @@ class Runners(dict):
                     keys.append(key)
                 self.optioned[device] = keys   # now the newest
         while len(self.optioned) > OPTIONED_RUNNERS:
-            for old in self.optioned.pop(next(iter(self.optioned))):
+            oldest = next(iter(self.optioned), None)   # None: a finalizer's clear
+            for old in self.optioned.pop(oldest, ()):
                 self.pop(old, None)
 
     def clear(self) -> None:
