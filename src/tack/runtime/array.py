@@ -194,6 +194,9 @@ class Array:
         return values if dtype is None else values.astype(dtype, copy=False)
 
     def __getitem__(self, key):
+        if type(key) is slice and key.step is None and self._shape \
+                and not hasattr(self._buffer, "sub_buffer"):
+            return self._host_range(key)   # a[start:stop]: per step, in particle codes
         # a[()] of a 0-d array is the empty index: one integer per dimension.
         index = key if isinstance(key, tuple) else (key,)
         if index and isinstance(index[0], slice) and self._shape:
@@ -300,6 +303,30 @@ class Array:
     def _derived(self, shape: tuple) -> "Array":
         return Array(self._buffer, shape, self._dtype, self._device, self._writable,
                      address=self._ptr)
+
+    def _host_range(self, key: slice) -> "Array":
+        """``_range_view`` of ``a[start:stop]`` over a buffer kernels reach by
+        address, without re-deriving what the constructor derives: a row is a
+        whole number of elements, so the view's alignment, and with it the
+        signature, is this array's."""
+        shape = self._shape
+        n = shape[0]
+        start, stop, _ = key.indices(n)
+        count = stop - start if stop > start else 0
+        row = (self._hi - self._lo) // n if n else 0
+        new = Array.__new__(Array)
+        new._buffer, new._dtype, new._scalar = self._buffer, self._dtype, self._scalar
+        new._device, new._writable, new._sig = self._device, self._writable, self._sig
+        if len(shape) == 1 and self._storage is shape:   # 1-D scalars: most views
+            new._shape = new._storage = (count,)
+            new._size = count
+        else:
+            new._shape = (count,) + shape[1:]
+            new._storage = (count,) + self._storage[1:]
+            new._size = self._size // n * count if n else 0
+        new._ptr = new._lo = self._ptr + start * row
+        new._hi = new._lo + count * row
+        return new
 
     def _range_view(self, index: tuple) -> "Array":
         """``a[start:stop]`` (and ``a[start:stop, :, ...]``): a view of a range
