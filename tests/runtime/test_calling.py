@@ -494,3 +494,28 @@ def test_changing_lengths_from_threads_give_every_thread_its_own_answer(rng):
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_calls_alternating_between_two_default_devices_keep_both_runners(rng, monkeypatch):
+    """``with one:`` then ``with two:`` around calls of one signature: each
+    default keeps the runner made under it (the second used to replace the
+    first, so every call took the slow path)."""
+    one, two = tack.device("cpu", num_threads=1), tack.device("cpu", num_threads=2)
+    host = rng.values(tack.f64, 33)
+    x, out = tack.array(host), tack.zeros(33, tack.f64)
+
+    @tack.kernel
+    def doubled(x, out):
+        for i in range(len(x)):
+            out[i] = 2.0 * x[i]
+
+    made = []   # the slow path's runs (no public count of them)
+    original = tack.runtime.kernel.Kernel._resolve
+    monkeypatch.setattr(tack.runtime.kernel.Kernel, "_resolve",
+                        lambda self, *a, **k: made.append(1) or original(self, *a, **k))
+    for step in range(6):
+        out.fill(0)
+        with (one if step % 2 else two):
+            doubled(x, out)
+        np.testing.assert_array_equal(out.numpy(), 2.0 * host, err_msg=repr(rng))
+    assert len(made) == 2   # one runner per default, then none

@@ -249,7 +249,7 @@ def _drop(ref, number: int) -> None:
     if kernel is None:
         return
     for fast in kernel._fast:   # first: no runner for the class is left to find
-        fast.table.clear()
+        fast.clear()
     kernel._watched.discard(number)
     for key in tuple(kernel._references):
         if key[0] == number:

@@ -91,13 +91,20 @@ class FastPath:
     reads ``key`` and ``table`` without it: a signature made by the old
     ``key`` matches nothing the new one stores.
 
-    The table keeps the runners of a few devices made with options only
+    A signature's runner is made under one default device. ``table`` holds
+    the latest; one made under another default that it displaced moves to
+    ``others``, keyed by that default's slot and the signature, where a call
+    under that default finds it (``find``): calls alternating between two
+    defaults (``with a:`` then ``with b:``) stay off the slow path.
+
+    Both tables keep the runners of a few devices made with options only
     (``runners.py``)."""
 
-    __slots__ = ("table", "shape_params", "n_args", "key", "lock")
+    __slots__ = ("table", "others", "shape_params", "n_args", "key", "lock")
 
     def __init__(self, n_args: int):
         self.table = Runners()
+        self.others = Runners()
         self.shape_params = frozenset()
         self.n_args = n_args
         self.key = signature_function(n_args, self.shape_params)
@@ -108,8 +115,25 @@ class FastPath:
             if not shape_params <= self.shape_params:
                 self.shape_params = self.shape_params | shape_params
                 self.key = signature_function(self.n_args, self.shape_params)
-                self.table.clear()
-            self.table.put(self.key(args), runner)
+                self.clear()
+            key = self.key(args)
+            old = self.table.get(key)
+            if old is not None and old.default is not runner.default:
+                self.others.put((old.default.slot, key), old)
+            self.table.put(key, runner)
+
+    def find(self, args, default):
+        """The runner of this call's signature made under ``default``, or None."""
+        key = self.key(args)
+        runner = self.table.get(key)
+        if runner is not None and runner.default is default:
+            return runner
+        return self.others.get((default.slot, key))
+
+    def clear(self) -> None:
+        """Forget every runner (also from a finalizer: see ``Runners``)."""
+        self.table.clear()
+        self.others.clear()
 
     def reset(self) -> None:
         """Forget every runner and baked shape: a template now bakes fewer
@@ -117,7 +141,7 @@ class FastPath:
         with self.lock:
             self.shape_params = frozenset()
             self.key = signature_function(self.n_args, self.shape_params)
-            self.table.clear()
+            self.clear()
 
 
 class Kernel:
@@ -300,11 +324,11 @@ class Kernel:
         if _debug.state.enabled and self.checked:
             return self._debug_call(args)
         default = get_default_device()
-        if runner is None:   # another thread may have bound it since
-            fast = self._plain
-            runner = fast.table.get(fast.key(args))
         if runner is None or runner.default is not default:
-            runner = self._resolve(args, default)
+            # another thread may have bound it since, or made it under another default
+            runner = self._plain.find(args, default)
+            if runner is None:
+                runner = self._resolve(args, default)
         return runner.run(args)
 
     def _resolve(self, args, default, debug: bool = False):
@@ -364,9 +388,8 @@ class Kernel:
     def _debug_call(self, args):
         """Debug mode: the bounds-checked template; IndexError after the launch."""
         default = get_default_device()
-        fast = self._fast[1]
-        runner = fast.table.get(fast.key(args))
-        if runner is None or runner.default is not default:
+        runner = self._fast[1].find(args, default)
+        if runner is None:
             runner = self._resolve(args, default, debug=True)
         return runner.run(args)
 
