@@ -249,6 +249,35 @@ def test_set_default_device_in_another_thread_is_process_wide():
     assert tack.get_default_device() is d
 
 
+def test_with_blocks_of_asyncio_tasks_apply_to_their_own_task():
+    """Two tasks on one thread whose blocks span an ``await``: each sees its
+    own block, and leaving one restores that task's default (a per-thread
+    stack let one task's exit pop the other's block)."""
+    main_default = tack.get_default_device()
+    one, two = tack.device("cpu", num_threads=1), tack.device("cpu", num_threads=2)
+    seen = {}
+
+    async def task(name, dev, first, second):
+        with dev:
+            await first.wait()
+            second.set()
+            await asyncio.sleep(0)
+            seen[name, "inside"] = tack.get_default_device()
+            seen[name, "array"] = tack.zeros(3).device
+        seen[name, "after"] = tack.get_default_device()
+
+    async def main():
+        a_go, b_go = asyncio.Event(), asyncio.Event()
+        a_go.set()
+        await asyncio.gather(task("a", one, a_go, b_go), task("b", two, b_go, asyncio.Event()))
+
+    asyncio.run(main())
+    assert seen["a", "inside"] is one and seen["a", "array"] is one
+    assert seen["b", "inside"] is two and seen["b", "array"] is two
+    assert seen["a", "after"] is main_default and seen["b", "after"] is main_default
+    assert tack.get_default_device() is main_default
+
+
 def test_a_with_block_overrides_the_process_default():
     d1 = tack.set_default_device("cpu", num_threads=1)
     d2 = tack.device("cpu", num_threads=2)

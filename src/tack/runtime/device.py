@@ -1,4 +1,5 @@
-"""Devices: naming, the default device, and the per-thread ``with`` override.
+"""Devices: naming, the default device, and the ``with`` override (per thread,
+and per asyncio task: the blocks in force are a context variable).
 
 A :class:`Device` is a handle on one backend instance. ``tack.device(spec)``
 without options returns the same Device for the same spec every time;
@@ -7,6 +8,7 @@ with options it makes a new one.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import platform
 import threading
@@ -76,12 +78,15 @@ class Device:
         with _lock:
             _open_blocks += 1
             _refresh_warm()
-        _stack().append(self)
+        _blocks.set(_blocks.get() + (self,))
         return self
 
     def __exit__(self, *exc) -> None:
         global _open_blocks
-        _stack().pop()
+        blocks = _blocks.get()
+        if self in blocks:   # the innermost entry of this device: blocks nest
+            k = len(blocks) - 1 - blocks[::-1].index(self)
+            _blocks.set(blocks[:k] + blocks[k + 1:])
         with _lock:
             _open_blocks -= 1
             _refresh_warm()
@@ -91,7 +96,10 @@ _lock = threading.Lock()
 _open_blocks = 0   # `with device:` blocks open on any thread
 _devices: dict = {}
 _default = None
-_local = threading.local()
+# The devices of the `with` blocks open in this context, innermost last: a
+# context variable, so each thread, and each asyncio task (which runs in a
+# copy of its creator's context), has its own.
+_blocks: contextvars.ContextVar = contextvars.ContextVar("tack_device_blocks", default=())
 
 
 class WarmDefault:
@@ -125,13 +133,6 @@ def set_detour(on: bool, apply=None) -> None:
             apply()
         warm.detour = bool(on)
         _refresh_warm()
-
-
-def _stack() -> list:
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
 
 
 def _parse(spec: str):
@@ -319,14 +320,14 @@ def set_default_device(spec="cpu", **options) -> Device:
 
 
 def get_default_device() -> Device:
-    """The innermost ``with device:`` block's device on this thread, else the
-    one ``set_default_device`` chose, else the CPU device."""
+    """The innermost ``with device:`` block's device in this thread or task,
+    else the one ``set_default_device`` chose, else the CPU device."""
     global _default
     if not _open_blocks and _default is not None:
         return _default  # the warm path: no `with` block anywhere
-    stack = getattr(_local, "stack", None)
-    if stack:
-        return stack[-1]
+    blocks = _blocks.get()
+    if blocks:
+        return blocks[-1]
     if _default is None:
         chosen = device("cpu")
         with _lock:
