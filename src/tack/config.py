@@ -7,6 +7,7 @@ constructed), and a bad value raises ``ValueError`` naming the variable.
 from __future__ import annotations
 
 import math
+import operator
 import os
 
 _OFF = {"", "0", "false", "no", "off"}
@@ -41,15 +42,25 @@ def env_float(name: str, default=None):
     return value
 
 
+# The most CPU worker threads a device takes: a pool past it is a typo (the
+# pool makes its threads at the first launch, and runs out of memory first).
+MAX_CPU_THREADS = 4096
+
+
 def cpu_threads(explicit=None) -> int:
     """``num_threads=`` if given, else ``TACK_CPU_THREADS``, else the CPU count."""
+    name = "num_threads"
     if explicit is None:
-        explicit = env_int("TACK_CPU_THREADS")
-    elif not isinstance(explicit, int) or isinstance(explicit, bool):
+        explicit, name = env_int("TACK_CPU_THREADS"), "TACK_CPU_THREADS"
+    elif isinstance(explicit, bool) or not hasattr(type(explicit), "__index__"):
         raise ValueError(f"num_threads must be an integer, got {explicit!r}")
+    else:
+        explicit = operator.index(explicit)   # NumPy integers too, as in shapes
     if explicit is None:
         explicit = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else (os.cpu_count() or 1)
+    elif explicit > MAX_CPU_THREADS:
+        raise ValueError(f"{name} must be at most {MAX_CPU_THREADS}, got {explicit}")
     return max(1, explicit)
 
 

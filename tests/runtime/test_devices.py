@@ -125,6 +125,21 @@ def test_num_threads_must_be_an_integer(value):
         tack.device("cpu", num_threads=value)
 
 
+@pytest.mark.parametrize("value", [4097, 10**12])
+def test_num_threads_past_the_limit_is_refused_before_any_thread_exists(value):
+    with pytest.raises(ValueError, match=re.escape(
+            f"num_threads must be at most 4096, got {value}")):
+        tack.device("cpu", num_threads=value)
+
+
+def test_num_threads_takes_a_numpy_integer(rng):
+    dev = tack.device("cpu", num_threads=np.int64(2))
+    host = rng.values(tack.f64, 9)
+    with dev:
+        a = tack.array(host)
+        assert a.sum() == pytest.approx(host.sum())
+
+
 # -- identity ------------------------------------------------------------------------
 
 def test_without_options_the_same_device_every_time():

@@ -42,6 +42,7 @@ def fresh_cpu_device(**env):
     ("0", "threads 1"),
     ("-2", "threads 1"),
     ("abc", "ValueError TACK_CPU_THREADS must be an integer, got 'abc'"),
+    ("5000", "ValueError TACK_CPU_THREADS must be at most 4096, got 5000"),
 ])
 def test_cpu_threads_sets_the_default_cpu_worker_count(value, expected):
     assert fresh_cpu_device(TACK_CPU_THREADS=value) == expected
