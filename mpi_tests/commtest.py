@@ -41,10 +41,10 @@ def layouts(size: int, total: int = None) -> list:
     return out
 
 
-def blocks_for(comm, counts, world=None):
+def blocks_for(comm, counts, world=None, device="cpu"):
     import tack
     world = world or tack.World(comm)
-    return tack.Blocks(["cpu"] * counts[comm.Get_rank()], world), world
+    return tack.Blocks([device] * counts[comm.Get_rank()], world), world
 
 
 def raises(exc_type, message: str, fn, *args, **kwargs):

@@ -57,9 +57,10 @@ class Grid:
         return out
 
 
-def check_grid(comm, rng, bx, by, nx, ny, w, counts, gpu_aware=False, dtypes=(np.float64,)):
+def check_grid(comm, rng, bx, by, nx, ny, w, counts, gpu_aware=False, dtypes=(np.float64,),
+               device="cpu"):
     grid = Grid(bx, by, nx, ny, w)
-    blocks, world = blocks_for(comm, counts, tack.World(comm, gpu_aware=gpu_aware))
+    blocks, world = blocks_for(comm, counts, tack.World(comm, gpu_aware=gpu_aware), device)
     plans = {g: grid.plan_of(g) for g in blocks.local}
     plan = tack.Plan(blocks, {g: {d: np.array(i) for d, i in p[0].items()}
                               for g, p in plans.items()},
@@ -68,7 +69,8 @@ def check_grid(comm, rng, bx, by, nx, ny, w, counts, gpu_aware=False, dtypes=(np
     for dtype in dtypes:
         for _ in range(2):        # the second run reuses buffers and views
             field = grid.field(rng, dtype)
-            values = {g: tack.array(grid.local(field, g, False)) for g in blocks.local}
+            values = {g: tack.array(grid.local(field, g, False), device=blocks.device(g))
+                      for g in blocks.local}
             plan.run(values)
             for g in blocks.local:
                 np.testing.assert_array_equal(values[g].numpy(),
@@ -101,6 +103,37 @@ def test_ghost_layers_gpu_aware(comm, rng):
     counts = [2] * size
     check_grid(comm, rng, size, 2, 4, 3, 1, counts, gpu_aware=True,
                dtypes=(np.float64, np.int32))
+
+
+def test_ghost_layers_of_opencl_blocks(comm, rng):
+    """Arrays the host cannot read: kernels gather and scatter the elements
+    that move, through host copies of the messages."""
+    if not tack.device_count("opencl"):
+        return
+    size = comm.Get_size()
+    check_grid(comm, rng, size, 2, 5, 4, 1, [2] * size, dtypes=(np.float64, np.int32),
+               device="opencl")
+
+
+def test_alternating_arrays_each_get_their_ghosts(comm, rng):
+    """A time stepper's ``u, v = v, u``: each run fills the ghosts of the
+    arrays it is given (the plan keeps the last few sets' checks)."""
+    grid = Grid(comm.Get_size(), 1, 6, 5, 1)
+    blocks, world = blocks_for(comm, [1] * comm.Get_size())
+    g = blocks.local.start
+    sends, receives = grid.plan_of(g)
+    plan = tack.Plan(blocks, {g: sends}, {g: receives})
+    u = {g: tack.zeros(grid.shape, tack.f64)}
+    v = {g: tack.zeros(grid.shape, tack.f64)}
+    for step in range(6):
+        field = grid.field(rng, np.float64)
+        tack.copyto(u[g], grid.local(field, g, False))
+        plan.run(u)
+        np.testing.assert_array_equal(u[g].numpy(), grid.local(field, g, True),
+                                      f"step {step}")
+        u, v = v, u
+    plan.free()
+    world.free()
 
 
 def test_a_sending_opencl_block_sends_its_values_of_each_run(comm, rng):

@@ -6,10 +6,16 @@ length and the other way round, and orders each rank pair's messages by
 first call allocates one send and one receive buffer per peer rank (and makes
 persistent requests for the messages under 64 KiB where the communicator has
 them; MPICH moves larger ones faster as ``Isend``/``Irecv``, which every run
-posts before its gathers); later calls allocate no buffers, reuse the NumPy
-views of the arrays they saw last and only gather, start, wait and scatter.
-Every element this rank sends, to itself included, is read before any element
-is written.
+posts before its gathers); later calls allocate no buffers, reuse the checks
+and NumPy views of the last few sets of arrays they saw (a time stepper's two
+or three) and only gather, start, wait and scatter. Every element this rank
+sends, to itself included, is read before any element is written.
+
+Arrays in host memory are gathered and scattered with NumPy through views.
+Arrays the host cannot read go through kernels: with GPU-aware MPI the
+device buffers they fill are the messages (``_DirectState``); without, each
+buffer is copied to a host message and back (``_StagedState``), so only the
+elements that move leave the device.
 
 After the first run every run speculates (see :mod:`.world`): the receives
 and the gathered sends start while the agreement's sum travels, and the
@@ -28,13 +34,16 @@ import numpy as np
 from .. import types as T
 from ..runtime.array import Array
 from ..runtime.creation import array, empty
-from ..runtime.host_ops import copyto
 from . import kernels, transport
 from .errors import (fault, require_array, require_dict, require_every_local,
                      require_gid, require_on_device, the_blocks)
 from .world import _EMPTY, plan_tag, start_all, wait_all
 
 CALL = "Plan()"
+# Value sets whose checks and views a plan keeps: time steppers alternate two
+# or three arrays (u, v = v, u), and each set's checks cost several times the
+# copies of a small halo.
+RECENT = 4
 RUN = "Plan.run()"
 _THE_PLAN, _THE_TYPE = f"{RUN}: the plan", f"{RUN}: the element type"
 
@@ -67,6 +76,7 @@ class Plan:
         world.agree(CALL, None if problem is None else ValueError(problem))
         self._schedule()
         self._state = None
+        self._recent = []   # checked value sets, newest first (_views)
 
     # -- set-up -----------------------------------------------------------------------
     def _claims(self) -> list:
@@ -121,39 +131,30 @@ class Plan:
                         started=bundle is not None)
             if world.finish()[1]:
                 state.complete(views)
-                self._copy_back(views)
                 return
         else:
             world.agree(RUN, error, fields)
-        if state is None or state.type_name != self._dtype:
+        make = _DirectState if world.gpu_aware else _StagedState if self._staged \
+            else _State
+        if state is None or state.type_name != self._dtype or type(state) is not make:
             if state is not None:
                 state.free()
-            make = _DirectState if world.gpu_aware else _State
             state = self._state = make(self, self._dtype)
         state.start(views)
         state.complete(views)
-        self._copy_back(views)
-
-    @staticmethod
-    def _copy_back(views) -> None:
-        for g, (given, view, copied) in views.items():
-            if copied:
-                copyto(given, view.reshape(given.storage_shape))
 
     def _views(self, values):
-        """``{gid: (array, flat host values, copied)}``, reused while the same arrays
-        come back."""
+        """``{gid: (array, host view by elements or None)}``: None where kernels
+        move the elements (GPU-aware transport, or memory the host cannot
+        read); reused while the same arrays come back."""
         blocks = self.blocks
-        last = getattr(self, "_last", None)
-        if last is not None and type(values) is dict and len(values) == len(last):
-            for g, (given, _, _) in last.items():
-                if values.get(g) is not given:
-                    break
-            else:
-                return last
+        for known, dtype, staged in self._recent:
+            if _same_arrays(known, values):
+                self._dtype, self._staged = dtype, staged
+                return known
         require_dict(RUN, "the values", values)
         require_every_local(blocks, RUN, "the values", values)
-        views, types, snapshots = {}, set(), False
+        views, types, staged = {}, set(), False
         for g in blocks.local:
             array = require_array(RUN, f"the values of block {g}", values[g])
             require_on_device(blocks, RUN, f"the values of block {g}", g, array)
@@ -166,21 +167,19 @@ class Plan:
             if receives and not array.writable:
                 raise ValueError(f"{RUN}: the values of block {g} are read-only, but "
                                  f"the block receives elements")
-            if blocks.world.gpu_aware:     # kernels move the elements
-                views[g] = (array, None, False)
+            view = None if blocks.world.gpu_aware else transport.host_view(array)
+            if view is None:    # kernels move the elements
+                views[g] = (array, None)
+                staged = not blocks.world.gpu_aware
                 continue
-            view = transport.host_view(array)
-            copied = view is None and receives
-            snapshots = snapshots or view is None
             rows = (-1,) + T.element_shape(array.dtype)   # an element per row
-            view = (array.numpy() if view is None else view).reshape(rows)
-            views[g] = (array, view, copied)
+            views[g] = (array, view.reshape(rows))
         if len(types) > 1:
             raise TypeError(f"{RUN}: the values have different element types on "
                             f"different blocks ({', '.join(sorted(types))})")
         self._dtype = types.pop() if types else None
-        if not snapshots:   # a copy of device memory must be taken again each run
-            self._last = views
+        self._staged = staged
+        self._recent = [(views, self._dtype, staged)] + self._recent[:RECENT - 1]
         return views
 
     def free(self) -> None:
@@ -189,7 +188,7 @@ class Plan:
         if self._state is not None:
             self._state.free()
         self._state = None
-        self._last = None
+        self._recent = []
 
     def __enter__(self) -> "Plan":
         return self
@@ -371,8 +370,20 @@ class _DirectState:
                     for s, i in items]
         self.into = [(peer, d, *on(d, i)) for peer, items in plan._in.items()
                      for d, i in items]
-        self.requests = _Requests(world, plan.tag, [(b, p) for p, _, _, b in self.into],
-                                  [(b, p) for p, _, _, b in self.out])
+        self.requests = _Requests(world, plan.tag,
+                                  [(self.wire(b), p) for p, _, _, b in self.into],
+                                  [(self.wire(b), p) for p, _, _, b in self.out])
+
+    def wire(self, buffer):
+        """What MPI sends from or receives into for ``buffer``: the device
+        buffer itself (mpi4py takes it through DLPack)."""
+        return buffer
+
+    def sent(self, k: int, buffer) -> None:
+        """Message ``k``'s elements are gathered into ``buffer``."""
+
+    def received(self, k: int, buffer) -> None:
+        """Message ``k`` has arrived; ``buffer`` is about to be scattered."""
 
     def start(self, views, speculative: bool = False, started: bool = False) -> None:
         requests = self.requests        # never ``started``: no bundle
@@ -380,9 +391,10 @@ class _DirectState:
         if views is None:
             requests.start_sends(speculative, empty=True)
             return
-        flat = self.flat = {g: a.reshape(-1) for g, (a, _, _) in views.items()}
-        for _, s, index, buffer in self.out:
+        flat = self.flat = {g: a.reshape(-1) for g, (a, _) in views.items()}
+        for k, (_, s, index, buffer) in enumerate(self.out):
             kernels.gather(flat[s], index, buffer)
+            self.sent(k, buffer)
         requests.start_sends(speculative)
         for s, _, index, buffer, _, _ in self.local:
             kernels.gather(flat[s], index, buffer)
@@ -394,12 +406,48 @@ class _DirectState:
                 data = data.to_device(index.device)   # blocks on a GPU and the CPU
             kernels.scatter(flat[d], index, data)
         self.requests.wait_receives()
-        for _, d, index, data in self.into:
+        for k, (_, d, index, data) in enumerate(self.into):
+            self.received(k, data)
             kernels.scatter(flat[d], index, data)
         self.requests.wait_sends()
 
     def free(self) -> None:
         self.requests.free()
+
+
+class _StagedState(_DirectState):
+    """Host-staged transport of arrays the host cannot read (a GPU's, without
+    GPU-aware MPI): as ``_DirectState``, kernels gather the sent elements into
+    a device buffer per message and scatter the received ones, but MPI moves
+    a host copy of each buffer. Only the elements that move cross to the
+    host, never the whole array."""
+
+    def __init__(self, plan: Plan, type_name):
+        self.hosts = {}   # id(device buffer) -> its host copy
+        super().__init__(plan, type_name)
+        self.sent_hosts = [self.hosts[id(b)] for _, _, _, b in self.out]
+        self.received_hosts = [self.hosts[id(b)] for _, _, _, b in self.into]
+
+    def wire(self, buffer):
+        host = self.hosts[id(buffer)] = np.empty(buffer.storage_shape,
+                                                 buffer.scalar_dtype.numpy)
+        return host
+
+    def sent(self, k: int, buffer) -> None:
+        np.copyto(self.sent_hosts[k], buffer._values())   # waits for the gather
+
+    def received(self, k: int, buffer) -> None:
+        buffer._store(self.received_hosts[k])
+
+
+def _same_arrays(views: dict, values) -> bool:
+    """Whether ``values`` holds, block by block, the arrays ``views`` was made of."""
+    if type(values) is not dict or len(values) != len(views):
+        return False
+    for g, (given, _) in views.items():
+        if values.get(g) is not given:
+            return False
+    return True
 
 
 def _put(view: np.ndarray, index: np.ndarray, data: np.ndarray) -> None:
