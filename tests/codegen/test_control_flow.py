@@ -49,6 +49,29 @@ def test_nested_for_with_variable_ranges(rng):
 
 
 @tack.kernel
+def counted_steps(lo, hi, step, out):
+    for i in range(len(out)):
+        count = 0
+        for j in range(lo[i], hi[i], step[i]):
+            count += 1
+            if count > 1000:   # a loop that would never end stops here
+                break
+        out[i] = count
+
+
+def test_a_zero_step_held_in_a_variable_runs_no_iterations(rng):
+    """Where Python raises ValueError: zero iterations on every backend, either
+    way round (the CPU used to loop for ever when start > stop)."""
+    for n in (1, 7):
+        lo, hi = rng.ints(tack.i32, n, -20, 20), rng.ints(tack.i32, n, -20, 20)
+        lo[0], hi[0] = 5, 0   # start > stop
+        out = tack.zeros(n, dtype=tack.i64)
+        counted_steps(tack.asarray(lo), tack.asarray(hi),
+                      tack.asarray(np.zeros(n, np.int32)), out)
+        check(out, np.zeros(n, np.int64), f"n={n}", rng)
+
+
+@tack.kernel
 def range_args_once(m, calls, out):
     for i in range(len(out)):
         count = 0

@@ -87,9 +87,11 @@ def _seq_for(s: S.SeqFor, em):
     compare = b.icmp_signed if dtype.is_signed else b.icmp_unsigned
     if _constant_sign(s.step) is not None:
         keep = compare("<" if _constant_sign(s.step) > 0 else ">", now, stop)
-    else:
+    else:   # a zero step runs no iterations (as the C family's trip count says)
         up = b.icmp_signed(">", step, ir.Constant(step.type, 0))
-        keep = b.select(up, compare("<", now, stop), compare(">", now, stop))
+        down = b.icmp_signed("<", step, ir.Constant(step.type, 0))
+        keep = b.select(up, compare("<", now, stop),
+                        b.and_(down, compare(">", now, stop)))
     b.cbranch(keep, body, done)
     b.position_at_end(body)
     em.store_local(s.var, now)
