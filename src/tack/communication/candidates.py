@@ -102,14 +102,44 @@ class BoxIndex:
         return (np.concatenate([p for p, _ in found]),
                 np.concatenate([b for _, b in found]))
 
-    def lowest(self, coords: np.ndarray) -> np.ndarray:
+    def lowest(self, coords: np.ndarray, home: int = None) -> np.ndarray:
         """Per point, its lowest candidate block, or -1 without one (keeping no
-        more than one chunk's pairs)."""
+        more than one chunk's pairs). ``home``: the block the points are on.
+        Most stay in its box, and a point there goes home unless a lower
+        block's box holds it too (only the few lower boxes that meet home's
+        can); only the points outside are searched for."""
         chosen = np.full(len(coords), -1, np.int64)
-        for points, blocks in self._pairs(coords):
+        rest = np.arange(len(coords))
+        if home is not None and len(coords):
+            lo, hi = self.lo[home], self.hi[home]
+            above, below = coords >= lo, coords <= hi
+            at_home = np.all(above & below, axis=1)
+            chosen[at_home] = home
+            lower, deep = self._lower_meeting(home)
+            if len(lower):
+                # a lower box meeting home's only on its faces holds none of its
+                # inner points: test the points on home's faces (few, if any)
+                edge = np.flatnonzero(at_home & ~np.all(above & below & (coords != lo) &
+                                                        (coords != hi), axis=1))
+                for h, inner in zip(lower[::-1], deep[::-1]):   # the lowest last
+                    tested = np.flatnonzero(at_home) if inner else edge
+                    chosen[tested[_inside(coords[tested], self.lo[h], self.hi[h])]] = h
+            rest = np.flatnonzero(~at_home)
+        for points, blocks in self._pairs(coords[rest]):
             first = _firsts(points)   # pairs go by point, then block
-            chosen[points[first]] = blocks[first]
+            chosen[rest[points[first]]] = blocks[first]
         return chosen
+
+    def _lower_meeting(self, home: int) -> tuple:
+        """``(blocks, deep)``: the blocks below ``home`` whose closed boxes meet
+        its box, ascending, and for each whether the two share more than a part
+        of home's faces (then any of home's points may be in it)."""
+        lo, hi, home_lo, home_hi = self.lo[:home], self.hi[:home], self.lo[home], self.hi[home]
+        meet = np.flatnonzero(np.all((lo <= home_hi) & (hi >= home_lo), axis=1))
+        start, stop = np.maximum(lo[meet], home_lo), np.minimum(hi[meet], home_hi)
+        # flat where home's face is: the common part lies in that face
+        on_face = (start == stop) & ((start == home_lo) | (start == home_hi))
+        return meet, ~np.any(on_face, axis=1)
 
     def _pairs(self, coords: np.ndarray):
         """The candidate pairs, chunk by chunk: each chunk's points meet at most

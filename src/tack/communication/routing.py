@@ -57,7 +57,7 @@ class Routing:
         self.id = world.next_serial()   # send and reply agree on it
         index = BoxIndex([b for part in world.allgather(boxes) for b in part])
         if holds is None:
-            chosen = {g: index.lowest(coords[g]) for g in blocks.local}
+            chosen = {g: index.lowest(coords[g], home=g) for g in blocks.local}
         else:
             chosen = self._ask(coords, holds, index)
         self._destination = chosen
