@@ -248,11 +248,18 @@ def _answer(blocks, asked: dict, holds) -> dict:
 
 
 def _stack(by_origin: dict, layout, device) -> dict:
+    """Each payload's rows from every origin, in one new array per name: a
+    copy on the device of the one part there is, else the parts' host values
+    (views where they are large) joined."""
     out = {}
     for name, dtype, shape in layout:
-        parts = [m[name].numpy() for m in by_origin.values()]
-        values = np.concatenate(parts) if parts else \
-            np.empty((0,) + _host_shape(dtype, shape), _host_type(dtype))
+        parts = [m[name] for m in by_origin.values()]
+        if len(parts) == 1 and parts[0].device == device and \
+                T.type_name(parts[0].dtype) == dtype:
+            out[name] = parts[0].copy()
+            continue
+        values = np.concatenate([transport.host_values(p) for p in parts]) if parts \
+            else np.empty((0,) + _host_shape(dtype, shape), _host_type(dtype))
         out[name] = _to_device(values, device=device, dtype=T.from_type_name(dtype))
     return out
 
