@@ -232,6 +232,45 @@ def test_self_send_reads_before_writing(comm, rng):
 
 
 
+def check_sum(comm, rng, device="cpu", gpu_aware=False):
+    """op="sum" over a random plan (every block to every block, repeated
+    indices), against NumPy adding in order of source block."""
+    size = comm.Get_size()
+    counts = [1 + r % 2 for r in range(size)]
+    blocks, world = blocks_for(comm, counts, tack.World(comm, gpu_aware=gpu_aware), device)
+    total, m = blocks.count, 7
+    sends = {g: {} for g in range(total)}
+    receives = {g: {} for g in range(total)}
+    for s in range(total):      # the same plan on every rank: the seed is shared
+        for d in range(total):
+            k = int(rng.integers(1, 2 * m))
+            sends[s][d] = rng.integers(0, m, k)
+            receives[d][s] = rng.integers(0, m, k)
+    host = {g: rng.standard_normal(m) for g in range(total)}
+    plan = tack.Plan(blocks, {g: sends[g] for g in blocks.local},
+                     {g: receives[g] for g in blocks.local})
+    values = {g: tack.array(host[g], device=blocks.device(g)) for g in blocks.local}
+    for step in range(3):
+        want = {g: host[g].copy() for g in range(total)}
+        for d in range(total):
+            for s in range(total):
+                np.add.at(want[d], receives[d][s], host[s][sends[s][d]])
+        plan.run(values, op="sum")
+        for g in blocks.local:    # bit for bit: the same order on any layout
+            np.testing.assert_array_equal(values[g].numpy(), want[g],
+                                          f"block {g} step {step} {counts}")
+        host = want
+    plan.free()
+    world.free()
+
+
+def test_sum_adds_received_elements_in_order_of_source(comm, rng):
+    check_sum(comm, rng)
+    check_sum(comm, rng, gpu_aware=True)
+    if tack.device_count("opencl"):
+        check_sum(comm, rng, device="opencl")
+
+
 def test_world_free_releases_the_communicator_of_plans_left_unfreed(comm, rng):
     """MPI frees a communicator only once its persistent requests are freed:
     world.free() frees those of the plans made on it (kept alive here, never

@@ -138,3 +138,68 @@ def test_a_dropped_plan_of_a_one_process_world_imports_no_mpi():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def _random_plan(rng, count, m):
+    """Every block sends to every block (itself too) a random list of its
+    elements, repeats allowed, into a random list of the receiver's."""
+    sends = {g: {} for g in range(count)}
+    receives = {g: {} for g in range(count)}
+    for s in range(count):
+        for d in range(count):
+            k = int(rng.integers(1, 2 * m))
+            sends[s][d] = rng.integers(0, m, k)
+            receives[d][s] = rng.integers(0, m, k)
+    return sends, receives
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_sum_adds_every_received_element_in_order_of_source(rng, device, count, dtype):
+    if device == "opencl" and not tack.device_count("opencl"):
+        pytest.skip("no OpenCL device")
+    m = 9
+    sends, receives = _random_plan(rng, count, m)
+    blocks = tack.Blocks([device] * count)
+    plan = tack.Plan(blocks, sends, receives)
+    host = {g: (rng.integers(-1000, 1000, m)).astype(dtype) for g in range(count)}
+    values = {g: tack.array(host[g], device=device) for g in range(count)}
+    for step in range(2):
+        want = {g: host[g].copy() for g in range(count)}
+        for d in range(count):
+            for s in range(count):   # ascending source; every send read before
+                np.add.at(want[d], receives[d][s], host[s][sends[s][d]])
+        plan.run(values, op="sum")
+        for g in range(count):
+            np.testing.assert_array_equal(values[g].numpy(), want[g],
+                                          f"block {g} step {step}")
+        host = want
+
+
+def test_sum_in_order_gives_the_same_bits_as_numpy(rng):
+    """Floats whose sum depends on the order: the parts come in ascending
+    source block, each message's in its order."""
+    count, m = 3, 4
+    sends = {s: {0: np.zeros(5, np.int64)} for s in range(count)}
+    receives = {0: {s: np.zeros(5, np.int64) for s in range(count)}}
+    host = {g: rng.standard_normal(m) * 10.0 ** rng.integers(-8, 8, m) for g in range(count)}
+    blocks = tack.Blocks(["cpu"] * count)
+    plan = tack.Plan(blocks, sends, receives)
+    values = {g: tack.array(host[g]) for g in range(count)}
+    plan.run(values, op="sum")
+    want = host[0].copy()
+    for s in range(count):
+        for _ in range(5):
+            want[0] += host[s][0]
+    assert values[0].numpy()[0] == want[0]   # bit for bit
+
+
+def test_an_unknown_op_is_a_value_error_before_anything_moves():
+    blocks = tack.Blocks(["cpu"] * 2)
+    plan = tack.Plan(blocks, {0: {1: [0]}}, {1: {0: [1]}})
+    values = {g: tack.array(np.arange(3.0) + g) for g in range(2)}
+    with pytest.raises(ValueError, match=re.escape(
+            "Plan.run(): op must be one of 'copy', 'sum', not 'max'")):
+        plan.run(values, op="max")
+    assert values[1].numpy().tolist() == [1.0, 2.0, 3.0]

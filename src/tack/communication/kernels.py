@@ -1,5 +1,5 @@
-"""Tack kernels that move elements on the device: the GPU-aware transport's
-gathers into and scatters out of message buffers."""
+"""Tack kernels that move elements on the device: the gathers into and
+scatters out of message buffers of ``Plan`` and the GPU-aware transport."""
 
 from __future__ import annotations
 
@@ -16,3 +16,16 @@ def gather(values, index, out):
 def scatter(values, index, data):
     for i in range(len(index)):
         values[index[i]] = data[i]
+
+
+@library_kernel
+def scatter_add(values, index, data):
+    for i in range(len(index)):   # no index twice: no two iterations meet
+        values[index[i]] += data[i]
+
+
+@library_kernel
+def scatter_add_in_order(values, index, data):
+    for _ in range(1):   # an index may come twice: one iteration, in order
+        for i in range(len(index)):
+            values[index[i]] += data[i]

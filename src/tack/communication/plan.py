@@ -46,6 +46,8 @@ CALL = "Plan()"
 RECENT = 4
 RUN = "Plan.run()"
 _THE_PLAN, _THE_TYPE = f"{RUN}: the plan", f"{RUN}: the element type"
+_THE_OP = f"{RUN}: the op"
+OPS = ("copy", "sum")
 
 
 class Plan:
@@ -100,25 +102,30 @@ class Plan:
         for (d, s) in sorted(self._receives, key=lambda k: (k[1], k[0])):
             peer = blocks.rank_of(s)
             if peer != rank:
-                self._in.setdefault(peer, []).append((d, self._receives[d, s]))
+                self._in.setdefault(peer, []).append((d, self._receives[d, s], s))
         self._highest = {}
         for (g, _), index in list(self._sends.items()) + list(self._receives.items()):
             if index.size:
                 self._highest[g] = max(self._highest.get(g, -1), int(index.max()))
 
     # -- running ----------------------------------------------------------------------
-    def run(self, values: dict) -> None:
+    def run(self, values: dict, op: str = "copy") -> None:
         """Copy the planned elements, in place.
 
         Args:
             values: ``{gid: Array}`` for every block of this rank, one element type
                 on every block of the world.
+            op: ``"copy"`` writes each received element over the value there;
+                ``"sum"`` adds it (a reverse halo: ghosts added into their
+                owners), the parts from each source block in ascending order.
         """
         world = self.blocks.world
-        views, error = fault(self._views, values)
+        views, error = fault(self._checked, values, op)
         dtype = None if error or views is None else self._dtype
-        fields = [(self.id, ValueError, _THE_PLAN), (dtype, TypeError, _THE_TYPE)]
-        key = (RUN, self.id, dtype)         # names the fields' values for World.begin
+        fields = [(self.id, ValueError, _THE_PLAN), (dtype, TypeError, _THE_TYPE),
+                  (op if op in OPS else None, ValueError, _THE_OP)]
+        add = op == "sum"
+        key = (RUN, self.id, dtype, op)     # names the fields' values for World.begin
         state = self._state
         if state is not None and world.overlaps:
             ready = error is None and state.type_name == dtype
@@ -130,7 +137,7 @@ class Plan:
             state.start(views if ready else None, speculative=True,
                         started=bundle is not None)
             if world.finish()[1]:
-                state.complete(views)
+                state.complete(views, add)
                 return
         else:
             world.agree(RUN, error, fields)
@@ -141,7 +148,13 @@ class Plan:
                 state.free()
             state = self._state = make(self, self._dtype)
         state.start(views)
-        state.complete(views)
+        state.complete(views, add)
+
+    def _checked(self, values, op):
+        if op not in OPS:
+            raise ValueError(f"{RUN}: op must be one of {', '.join(map(repr, OPS))}, "
+                             f"not {op!r}")
+        return self._views(values)
 
     def _views(self, values):
         """``{gid: (array, host view by elements or None)}``: None where kernels
@@ -304,14 +317,20 @@ class _State:
                       for s, d, i, j in plan._local]
         self.gathers, self.scatters, sends, recvs = [], [], [], []
         for peer, items in plan._out.items():
-            buffer = np.empty((sum(i.size for _, i in items),) + rows, dtype)
+            buffer = np.empty((sum(item[1].size for item in items),) + rows, dtype)
             self.gathers.extend(_pieces(buffer, items))
             sends.append((buffer, peer))
         for peer, items in plan._in.items():
-            buffer = np.empty((sum(i.size for _, i in items),) + rows, dtype)
+            buffer = np.empty((sum(item[1].size for item in items),) + rows, dtype)
             self.scatters.extend(_pieces(buffer, items))
             recvs.append((buffer, peer))
         self.requests = _Requests(world, plan.tag, recvs, sends)
+        # op="sum": every received part, local and remote, added in order of
+        # destination and then source block (the same order on any layout)
+        parts = [(d, s, j, data) for s, d, _, j, data in self.local] + \
+                [(d, s, j, data) for d, j, data, s in self.scatters]
+        self.adds = [(d, j, data) for d, s, j, data in
+                     sorted(parts, key=lambda p: (p[0], p[1]))]
 
     @property
     def bundle(self):
@@ -320,7 +339,7 @@ class _State:
 
     def gather(self, views) -> None:
         """Fill the send buffers. Only reads ``views``."""
-        for g, index, out in self.gathers:
+        for g, index, out, _ in self.gathers:
             np.take(views[g][1], index, axis=0, out=out, mode="clip")
 
     def start(self, views, speculative: bool = False, started: bool = False) -> None:
@@ -338,12 +357,18 @@ class _State:
         for s, _, index, _, out in self.local:
             np.take(views[s][1], index, axis=0, out=out, mode="clip")
 
-    def complete(self, views) -> None:
-        """Write the local copies and the received elements; wait for the sends."""
+    def complete(self, views, add: bool = False) -> None:
+        """Write (or ``add``) the local copies and the received elements; wait
+        for the sends."""
+        if add:
+            self.requests.wait()
+            for d, index, data in self.adds:
+                np.add.at(views[d][1], index, data)
+            return
         for _, d, _, index, data in self.local:
             _put(views[d][1], index, data)
         self.requests.wait()
-        for g, index, data in self.scatters:
+        for g, index, data, _ in self.scatters:
             _put(views[g][1], index, data)
 
     def free(self) -> None:
@@ -369,7 +394,18 @@ class _DirectState:
         self.out = [(peer, s, *on(s, i)) for peer, items in plan._out.items()
                     for s, i in items]
         self.into = [(peer, d, *on(d, i)) for peer, items in plan._in.items()
-                     for d, i in items]
+                     for d, i, _ in items]
+        # op="sum": as _State.adds, each part with the kernel that adds it (in
+        # parallel where no index comes twice) and, for a received part, its
+        # message's number
+        parts = [(d, s, index, data, None, host)
+                 for (s, d, _, data, index, _), (_, _, _, host) in zip(self.local,
+                                                                       plan._local)]
+        received = [item for _, items in plan._in.items() for item in items]
+        parts += [(d, s, index, data, k, host) for k, ((_, _, index, data), (d, host, s))
+                  in enumerate(zip(self.into, received))]
+        self.adds = [(d, index, data, k, _adder(host)) for d, s, index, data, k, host in
+                     sorted(parts, key=lambda p: (p[0], p[1]))]
         self.requests = _Requests(world, plan.tag,
                                   [(self.wire(b), p) for p, _, _, b in self.into],
                                   [(self.wire(b), p) for p, _, _, b in self.out])
@@ -399,8 +435,19 @@ class _DirectState:
         for s, _, index, buffer, _, _ in self.local:
             kernels.gather(flat[s], index, buffer)
 
-    def complete(self, views) -> None:
+    def complete(self, views, add: bool = False) -> None:
         flat = self.flat
+        if add:
+            self.requests.wait_receives()
+            for d, index, data, k, adder in self.adds:
+                if k is not None:
+                    self.received(k, data)
+                elif data.device.backend.memory_domain != \
+                        index.device.backend.memory_domain:
+                    data = data.to_device(index.device)
+                adder(flat[d], index, data)
+            self.requests.wait_sends()
+            return
         for _, d, _, data, index, _ in self.local:
             if data.device.backend.memory_domain != index.device.backend.memory_domain:
                 data = data.to_device(index.device)   # blocks on a GPU and the CPU
@@ -440,6 +487,13 @@ class _StagedState(_DirectState):
         buffer._store(self.received_hosts[k])
 
 
+def _adder(index: np.ndarray):
+    """The kernel that adds a part at ``index``: in parallel where no index
+    comes twice, else one iteration adding in order."""
+    return kernels.scatter_add if np.unique(index).size == index.size else \
+        kernels.scatter_add_in_order
+
+
 def _same_arrays(views: dict, values) -> bool:
     """Whether ``values`` holds, block by block, the arrays ``views`` was made of."""
     if type(values) is not dict or len(values) != len(views):
@@ -459,9 +513,12 @@ def _put(view: np.ndarray, index: np.ndarray, data: np.ndarray) -> None:
 
 
 def _pieces(buffer: np.ndarray, items) -> list:
+    """``(block, index, part of buffer, source)`` per item ``(block, index[,
+    source])`` (a send's source is None), the parts one after another."""
     out, offset = [], 0
-    for g, index in items:
-        out.append((g, index, buffer[offset: offset + index.size]))
+    for g, index, *source in items:
+        out.append((g, index, buffer[offset: offset + index.size],
+                    source[0] if source else None))
         offset += index.size
     return out
 
