@@ -127,9 +127,9 @@ def test_a_call_returns_none_or_the_annotated_return_value(rng):
 
 @pytest.mark.parametrize("value,name", [
     ("1", "str"), (None, "NoneType"), ([1], "list"), ((1,), "tuple"), (1 + 2j, "complex"),
-    (np.zeros(3), "numpy.ndarray; the kernel uses it as a number, and a vector or "
-                  "matrix is not a kernel argument: pass its components as numbers, or a "
-                  "one-element array, tack.array([g], dtype=tack.vec3()), and read g[0]"),
+    (np.zeros(5), "numpy.ndarray; the kernel uses it as a number, or as a vector or "
+                  "matrix value, which is a NumPy array, tuple or list of 2 to 4 numbers, "
+                  "or of 2x2 to 4x4 (this one has shape (5,))"),
     (np.zeros(()), "numpy.ndarray; the kernel uses it as a number: pass a.item()"),
     (np.bool_(True), "numpy.bool"),
     (np.complex64(1), "numpy.complex64"), (tack.f32, "tack.types.ScalarType"), ({}, "dict"),

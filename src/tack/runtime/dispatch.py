@@ -22,6 +22,7 @@ from ..ir.passes.resolve import runtime_extents
 from ..ir.statements import Store
 from ..ir.traversal import walk
 from ..lang.device_class import serial as class_serial
+from . import values
 from .array import Array
 from .host_eval import extent_evaluator
 from .launcher import (PackBuffers, compile_runner, disjoint, fused_head, generate,
@@ -69,7 +70,23 @@ def _scalar_entry(value, dims: tuple = ()):
         return ("class", kind.__dict__.get("_tack_serial") or class_serial(kind))
     if isinstance(value, Array):   # a subclass: keyed as an Array is, and by its class
         return (id(type(value)), value._sig, tuple(value._shape[d:d + 1] for d in dims))
+    if kind is np.ndarray or kind is tuple or kind is list:   # a vector or matrix value
+        return _value_entry(value)
     return _scalar_kind(value) or id(kind)
+
+
+def _value_entry(value):
+    """The signature entry of a vector or matrix value (``values.py``): what
+    its element type depends on, and how it is flattened."""
+    if not values.is_value(value):
+        return id(type(value))
+    if type(value) is np.ndarray:
+        return ("value", value.dtype.char, value.shape)
+    flat = values._components(value)
+    return ("value", type(value), values._structure(value),
+            any(isinstance(x, (float, np.floating)) for x in flat),
+            all(T.int_type_for(int(x)) == T.i32 for x in flat
+                if not isinstance(x, (float, np.floating))))
 
 
 @functools.lru_cache(maxsize=None)
@@ -102,11 +119,20 @@ def signature_function(n_args: int, shape_params: frozenset):
     return scope["key"]
 
 
-def element_spec(args) -> tuple:
+def element_spec(args, arrays=frozenset()) -> tuple:
     """``((position, array ndim, element type), ...)`` for the vector and matrix
-    array arguments: what selects a lowering specialization besides debug mode."""
-    return tuple((k, len(a.shape), a.dtype) for k, a in enumerate(args)
-                 if type(a) is Array and type(a.dtype) is T.CompositeType)
+    array arguments, and ``(position, "value", element type)`` for the vector
+    and matrix values, but at ``arrays`` (the positions the kernel writes as
+    arrays, where a NumPy array is refused as one): what selects a lowering
+    specialization besides debug mode."""
+    spec = [(k, len(a.shape), a.dtype) for k, a in enumerate(args)
+            if type(a) is Array and type(a.dtype) is T.CompositeType]
+    given = [k for k, a in enumerate(args) if k not in arrays and values.is_value(a)]
+    if given:
+        floats = T.f64 if any(type(a) is Array and a._scalar == T.f64 for a in args) \
+            else T.f32   # the default float (see ir/passes/infer.py)
+        spec += [(k, "value", values.element_of(args[k], floats)) for k in given]
+    return tuple(sorted(spec, key=lambda entry: entry[0]))
 
 
 def placement(kernel_name: str, args, default):
@@ -141,6 +167,9 @@ def classify(kernel_name: str, params, args) -> tuple:
             specs.append(ArgSpec(a._scalar, a._storage, "array"))
             continue
         kind = _scalar_kind(a)
+        if kind is not None and not param.is_array and param.dtype is not None:
+            specs.append(ArgSpec(param.dtype))   # a value's component: its own type
+            continue
         if kind is None:
             hint = ""
             if not isinstance(a, np.generic) and (
@@ -152,10 +181,10 @@ def classify(kernel_name: str, params, args) -> tuple:
                 elif isinstance(a, np.ndarray) and a.ndim == 0:
                     hint = "; the kernel uses it as a number: pass a.item()"
                 else:
-                    hint = ("; the kernel uses it as a number, and a vector or matrix "
-                            "is not a kernel argument: pass its components as numbers, "
-                            "or a one-element array, tack.array([g], dtype=tack.vec3()), "
-                            "and read g[0]")
+                    hint = (f"; the kernel uses it as a number, or as a vector or "
+                            f"matrix value, which is a NumPy array, tuple or list of "
+                            f"2 to 4 numbers, or of 2x2 to 4x4 (this one has shape "
+                            f"{np.shape(a)})")
             raise TypeError(f"Kernel '{kernel_name}': Unsupported argument type for "
                             f"parameter '{param.name}': {_type_name(a)}{hint}")
         specs.append(kind)

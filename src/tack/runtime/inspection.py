@@ -22,6 +22,7 @@ from .dispatch import (DISJOINT, STREAMING, Variant, call_specs, check_writable,
                        epilogue_specs, placement, variant_mode)
 from .expanding import expand_call
 from .grid import launch_count
+from . import values
 from .kernel import Kernel
 
 MODES = ("ir", "source", "optimized", "cost")
@@ -51,6 +52,7 @@ def inspect(kernel, *args, mode: str = "source") -> str:
     args, expanded = expand_call(kernel, args)
     prepared = kernel.prepare(args, debug, expanded)
     lowered, runtime = prepared.lowered, prepared.baking.runtime
+    args = values.flatten(args, values.counts(prepared.elements))
     template = lowered.kernel
     device = placement(kernel.name, args, get_default_device())
     if debug:  # show the bounds-checked code a debug launch runs

@@ -19,9 +19,11 @@ from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
 from ..lang import device_class
 from ..lang.func import _require_def
+from ..lang.lower.arrays import written_arrays
 from ..lang.lower.kernel import lower_kernel, validate_kernel
 from ..lang.source import read_source
 from . import debug as _debug
+from . import values
 from . import record as _record
 from .device import get_default_device, warm
 from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant, call_specs,
@@ -352,7 +354,9 @@ class Kernel:
             validate_kernel(source)   # its syntax errors come first
             raise TypeError(f"Kernel '{self.name}' expects {count} arguments, "
                             f"got {len(args)}")
-        return self._template(debug, element_spec(args), expanded)
+        written = written_arrays(source.tree)
+        arrays = frozenset(k for k, a in enumerate(source.tree.args.args) if a.arg in written)
+        return self._template(debug, element_spec(args, arrays), expanded)
 
     def _bind(self, args, default, debug: bool, expanded=None):
         """``(runner, shape_params)``: a Bound for expanded ``args`` (debug mode
@@ -361,6 +365,9 @@ class Kernel:
         extents at run time (another thread's variant): it runs this call,
         and the next makes a runner of the new kind instead."""
         template = self.prepare(args, debug, expanded)
+        given, counts = args, values.counts(template.elements)
+        if counts:   # vector and matrix values: the kernel takes their components
+            args = values.flatten(args, counts)
         lowered = template.lowered
         device = placement(self.name, args, default)
         user_args = args
@@ -379,11 +386,17 @@ class Kernel:
             result.check_writable(args)   # the epilogue may store and run atomics too
         current = bound.runtime is template.baking.runtime
         shape_params = bound.shape_params if current else None
+        runner = bound
         if debug:   # after the build, which finds an index count past the rank first
             _debug.check_shape_reads(self.name, lowered.kernel, user_args)
-            return (_debug.Checked(self.name, bound, lowered, device, len(user_args)),
-                    shape_params)
-        return bound, shape_params
+            runner = _debug.Checked(self.name, bound, lowered, device, len(user_args))
+        if counts:
+            runner = values.Flattening(runner, given, counts)
+            if shape_params is not None:   # flat positions -> the arguments'
+                starts = values.flat_positions(counts, len(given))
+                argument = {start: k for k, start in enumerate(starts)}
+                shape_params = frozenset((argument[p], d) for p, d in shape_params)
+        return runner, shape_params
 
     def _debug_call(self, args):
         """Debug mode: the bounds-checked template; IndexError after the launch."""

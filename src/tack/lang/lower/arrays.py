@@ -62,6 +62,28 @@ class _Uses:
         self.ndim[name] = ndim or known
 
 
+def written_arrays(tree: ast.FunctionDef) -> frozenset:
+    """The names the kernel writes as arrays (``a[i] = x``, ``a[i] += x``, an
+    atomic's target) or reads the shape of: where a NumPy array or a tuple
+    is passed for one, it is meant as an array, not a vector value."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Name):
+            names.add(node.value.id)
+        elif (isinstance(node, ast.Attribute) and node.attr == "shape"
+              and isinstance(node.value, ast.Name)):
+            names.add(node.value.id)
+        elif isinstance(node, ast.Call) and node.args and \
+                isinstance(node.args[0], ast.Name):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else \
+                func.id if isinstance(func, ast.Name) else ""
+            if f"tack.{name}" in _ATOMICS:
+                names.add(node.args[0].id)
+    return frozenset(names)
+
+
 def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
                _active=None) -> dict[str, int]:
     """``{name: number of indices}`` for every name used as an array (0: unknown)."""

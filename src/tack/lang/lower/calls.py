@@ -173,7 +173,12 @@ class CallLowering:
 
     def builtin_len(self, node):
         self.arity(node, "len", 1)
-        return self.extent(self.array_name(node.args[0]), 0, self.scope.span(node))
+        arg = node.args[0]
+        if isinstance(arg, ast.Name):   # a vector's components, a matrix's rows (NumPy's len)
+            local = self.vector_locals.get(self.scope.rename.get(arg.id, arg.id))
+            if local is not None:
+                return E.Const(local.shape[0], dtype=T.i64, span=self.scope.span(node))
+        return self.extent(self.array_name(arg), 0, self.scope.span(node))
 
     def thread_id(self, node):
         if node.args:

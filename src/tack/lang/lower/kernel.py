@@ -29,7 +29,7 @@ from .expressions import ExpressionLowering
 from .inline import InlineLowering
 from .scope import Scope
 from .statements import StatementLowering, _is_range
-from .vectors import Vec, VectorLowering
+from .vectors import Vec, VectorLocal, VectorLowering
 
 RESULT_PARAM = "__tack_result__"
 _HOST_NODES = (E.Const, E.Name, E.DimSize, E.Add, E.Sub, E.Mul, E.FloorDiv,
@@ -59,6 +59,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         self.elements: dict = {}       # IR array name -> element type
         self.array_ndims: dict = {}    # IR array name -> array ndim (no components)
         self.vector_locals: dict = {}
+        self.value_params: set = set()    # vector and matrix values passed in
         self.scalar_locals: set = set()
         self.sites: list = []
         self.extent_slots: dict = {}
@@ -77,7 +78,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         self.scope = scope
         # arrays the return alone uses are arrays too
         uses = array_uses(self.source, self.source.tree, scope.bindings)
-        params = tuple(self.param(a, uses) for a in tree.args.args)
+        params = tuple(p for a in tree.args.args for p in self.param(a, uses))
         self.array_params = {p.name for p in params if p.is_array}
         self.scalar_params = {p.name for p in params if not p.is_array}
         scope.arrays = {name: name for name in self.array_params}
@@ -144,17 +145,30 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         return params + (S.Param(ERRORS, is_array=True, ndim=1, span=span),
                          S.Param(EXTENTS, is_array=True, ndim=1, span=span))
 
-    def param(self, arg: ast.arg, uses) -> S.Param:
+    def param(self, arg: ast.arg, uses) -> tuple:
+        """The IR parameters of one argument: an array or a scalar, or a
+        vector or matrix value's components (a vector local's, typed)."""
         span = self.source.span(arg)
         name = arg.arg
-        if name in self.element_params:   # accesses check their index count
+        if name in self.element_params:
             ndim, element = self.element_params[name]
-            self.elements[name] = element
+            if ndim == "value":
+                return self.value_param(name, element, arg, uses)
+            self.elements[name] = element   # accesses check their index count
             self.array_ndims[name] = ndim
-            return S.Param(name, is_array=True, ndim=ndim + len(element.shape), span=span)
+            return (S.Param(name, is_array=True, ndim=ndim + len(element.shape),
+                            span=span),)
         if name in uses:
-            return S.Param(name, is_array=True, ndim=ndim_of(uses, name), span=span)
-        return S.Param(name, span=span)
+            return (S.Param(name, is_array=True, ndim=ndim_of(uses, name), span=span),)
+        return (S.Param(name, span=span),)
+
+    def value_param(self, name: str, element, arg: ast.arg, uses) -> tuple:
+        names = tuple(self.names.fresh(f"{name}_{k}") for k in range(element.count))
+        self.vector_locals[name] = VectorLocal(element.kind, element.shape, names)
+        self.value_params.add(name)
+        span = self.source.span(arg)
+        return tuple(S.Param(n, dtype=element.scalar, is_array=False, span=span)
+                     for n in names)
 
     def split_body(self, tree):
         loop = find_parallel_loop(tree)

@@ -236,6 +236,12 @@ class VectorLowering:
         if local is None:
             raise scope.unsupported(f"assignment to {type(target).__name__} of "
                                     f"'{base.id}', which is not a vector", node)
+        if name in self.value_params:
+            raise self.vector_error(
+                f"assignment to a component of parameter '{base.id}', a "
+                f"{Vec(local.kind, local.shape, ()).describe()} value: the kernel has a "
+                f"copy, and the caller's array would not change. Assign a copy and "
+                f"change that (v = {base.id}), or pass a tack.Array to write to", node)
         k = self.component_number(target, local.kind, local.shape, node)
         return [S.Assign(local.names[k], value, span=scope.span(node))]
 

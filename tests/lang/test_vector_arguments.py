@@ -1,0 +1,174 @@
+"""Vector and matrix values as kernel arguments (docs/language.md, "Vectors and
+matrices"): a NumPy array of a vector's or matrix's shape, or a tuple or list
+of numbers, is a value in the kernel. Checked against NumPy on fresh random
+inputs at sizes 0, 1 and odd ones, element types kept (an f32 vector beside
+f64 arrays stays f32), and the refusals.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import tack
+from vector_values import F32, F64, SIZES, varr, vecs
+
+
+@tack.kernel
+def fall(pos, vel, g, dt):
+    for i in range(len(pos)):
+        vel[i] = vel[i] + g * dt
+        pos[i] = pos[i] + vel[i] * dt
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("how", ["tack.vec3", "numpy", "tuple", "list"])
+def test_a_vector_argument_acts_like_a_vector_local(rng, n, how):
+    p, v = vecs(rng, n, (3,)), vecs(rng, n, (3,))
+    g = rng.gen.uniform(-10, 10, 3).astype(np.float32)
+    given = {"tack.vec3": tack.vec3(*g.tolist()), "numpy": g,
+             "tuple": tuple(g.tolist()), "list": g.tolist()}[how]
+    pos, vel = varr(p, tack.vec3()), varr(v, tack.vec3())
+    fall(pos, vel, given, 0.25)
+    want_v = v + g * np.float32(0.25)
+    np.testing.assert_allclose(vel.numpy(), want_v, **F32, err_msg=repr(rng))
+    np.testing.assert_allclose(pos.numpy(), p + want_v * np.float32(0.25), **F32,
+                               err_msg=repr(rng))
+
+
+@tack.kernel
+def transform(pos, m, shift):
+    for i in range(len(pos)):
+        pos[i] = m @ pos[i] + shift
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_a_matrix_argument_from_numpy_or_nested_tuples(rng, n):
+    p = vecs(rng, n, (3,), "float64")
+    m = rng.gen.uniform(-2, 2, (3, 3))
+    shift = rng.gen.uniform(-2, 2, 3)
+    for given in (m, tuple(map(tuple, m.tolist())), m.tolist()):
+        pos = varr(p, tack.vec3(dtype=tack.f64))
+        transform(pos, given, shift)
+        np.testing.assert_allclose(pos.numpy(), p @ m.T + shift, **F64, err_msg=repr(rng))
+
+
+@tack.kernel
+def components(out, g):
+    for i in range(len(out)):
+        out[i] = g.x + g[1] * 10.0 + g.z * 100.0 + len(g)
+
+
+def test_the_element_type_is_the_arrays_dtype_beside_arrays_of_another(rng):
+    """An f64 vector beside an f32 array keeps f64 (a Python float would take
+    the kernel's default float, f32 here); ``len`` is the component count."""
+    g = np.array([1.0 + 2.0 ** -40, 2.0, 3.0])
+    out = tack.zeros(3, tack.f64)
+    components(out, g)
+    np.testing.assert_array_equal(out.numpy(), np.full(3, g[0] + 20.0 + 300.0 + 3))
+    ir = tack.inspect(components, out, g, mode="ir")
+    assert ": f64" in ir and "f32" not in ir
+    small = tack.zeros(3, tack.f32)
+    components(small, g.astype(np.float32))
+    assert "f64" not in tack.inspect(components, small, g.astype(np.float32), mode="ir")
+
+
+@tack.kernel
+def int_weights(out, w):
+    for i in range(len(out)):
+        out[i] = w[0] * i + w[1]
+
+
+def test_integer_vectors_and_tuples_of_ints(rng):
+    out = tack.zeros(5, tack.i64)
+    int_weights(out, (3, -7))
+    np.testing.assert_array_equal(out.numpy(), 3 * np.arange(5) - 7)
+    int_weights(out, np.array([2**40, 1], np.int64))
+    np.testing.assert_array_equal(out.numpy(), 2**40 * np.arange(5) + 1)
+
+
+@tack.kernel
+def with_copy(out, g):
+    v = g
+    for i in range(len(out)):
+        v.x = v.x + 1.0
+        out[i] = v.x + g.x
+
+
+@tack.kernel
+def returns_twice(out, g) -> tack.vec3:
+    for i in range(len(out)):
+        out[i] = g.y
+    return g * 2.0
+
+
+def test_a_copy_of_a_value_may_change_and_a_kernel_may_return_one(rng):
+    g = rng.gen.uniform(-1, 1, 3).astype(np.float32)
+    out = tack.zeros(4)
+    with_copy(out, g)
+    np.testing.assert_allclose(out.numpy(), np.full(4, (g[0] + 1) + g[0]), **F32)
+    got = returns_twice(out, g)
+    np.testing.assert_allclose(got, g * 2, **F32)
+    np.testing.assert_allclose(out.numpy(), np.full(4, g[1]), **F32)
+
+
+def test_warm_calls_with_new_values_of_one_type_compile_nothing(rng):
+    p, v = vecs(rng, 9, (3,)), vecs(rng, 9, (3,))
+    pos, vel = varr(p, tack.vec3()), varr(v, tack.vec3())
+    fall(pos, vel, np.zeros(3, np.float32), 0.0)
+    variants = len(fall._variants)   # no public count of compiled variants
+    for step in range(5):
+        g = rng.gen.uniform(-1, 1, 3).astype(np.float32)
+        before = vel.numpy()
+        fall(pos, vel, g, 1.0)
+        np.testing.assert_allclose(vel.numpy(), before + g, **F32, err_msg=repr(rng))
+    assert len(fall._variants) == variants
+
+
+@tack.kernel
+def writes_value(out, g):
+    for i in range(len(out)):
+        g.x = 1.0
+        out[i] = g.x
+
+
+@tack.kernel
+def writes_numpy_array(out, w):
+    for i in range(len(out)):
+        w[i] = 1.0
+
+
+def test_writing_a_component_of_a_value_is_refused():
+    """The kernel has a copy: a write would never reach the caller's array."""
+    out = tack.zeros(3)
+    with pytest.raises(TypeError, match=re.escape(
+            "assignment to a component of parameter 'g', a vec3 value: the kernel "
+            "has a copy, and the caller's array would not change")):
+        writes_value(out, (1.0, 2.0, 3.0))
+    assert out.numpy().tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_numpy_array_a_kernel_writes_is_an_array_it_must_wrap():
+    """A parameter the kernel writes as an array (``w[i] = ...``) is an array:
+    three NumPy elements there are the Numba habit, not a vector."""
+    with pytest.raises(TypeError, match=re.escape(
+            "Kernel 'writes_numpy_array': Unsupported argument type for parameter 'w': "
+            "numpy.ndarray; make it a tack.Array first: tack.asarray(a)")):
+        writes_numpy_array(tack.zeros(3), np.zeros(3))
+
+
+@tack.kernel
+def doubled(out, g):
+    for i in range(len(out)):
+        out[i] = g * 2.0
+
+
+@pytest.mark.parametrize("arg", [np.zeros(5), np.zeros((3, 2)), (1.0, 2.0, 3.0, 4.0, 5.0),
+                                 (1.0, "x", 2.0), np.array([True, False, True])])
+def test_other_shapes_and_types_are_not_values(arg):
+    """Only a vector's or matrix's shape of numbers is a value; anything else
+    is refused as before, with the hint to make an array."""
+    out = tack.zeros(3)
+    with pytest.raises(TypeError, match=re.escape(
+            "Kernel 'doubled': Unsupported argument type for parameter 'g'")):
+        doubled(out, arg)
