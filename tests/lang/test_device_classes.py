@@ -558,3 +558,30 @@ def test_an_attribute_length_that_keeps_changing_stops_compiling(rng):
                                       err_msg=f"n={n} seed={rng.seed}")
         counts.append(len(ring_after._variants))
     assert counts[4:] == [5] * 5, counts
+
+
+@tack.device_class
+class Doubler:
+    @tack.func
+    def apply(self, x):
+        return x * 2.0
+
+
+def test_a_class_made_from_another_s_namespace_gets_its_own_code(rng):
+    """``type(name, bases, dict(C.__dict__))`` carries C's entries, its serial
+    number's among them: the copy still gets a number of its own."""
+    x = rng.floats(4)
+    out = tack.zeros(4)
+    use_collected(Doubler(), tack.array(x), out)
+    np.testing.assert_allclose(out.numpy(), x * 2, **F32, err_msg=f"seed={rng.seed}")
+
+    @tack.func
+    def apply(self, x):
+        return x * 200.0
+
+    namespace = {k: v for k, v in Doubler.__dict__.items()
+                 if k not in ("__dict__", "__weakref__")}
+    assert "_tack_serial" in namespace
+    copy = type("Copy", Doubler.__bases__, {**namespace, "apply": apply})
+    use_collected(copy(), tack.array(x), out)
+    np.testing.assert_allclose(out.numpy(), x * 200, **F32, err_msg=f"seed={rng.seed}")

@@ -56,16 +56,16 @@ def test_a_matrix_argument_from_numpy_or_nested_tuples(rng, n):
 @tack.kernel
 def components(out, g):
     for i in range(len(out)):
-        out[i] = g.x + g[1] * 10.0 + g.z * 100.0 + len(g)
+        out[i] = g.x + g[1] * 10.0 + g.z * 100.0
 
 
 def test_the_element_type_is_the_arrays_dtype_beside_arrays_of_another(rng):
     """An f64 vector beside an f32 array keeps f64 (a Python float would take
-    the kernel's default float, f32 here); ``len`` is the component count."""
+    the kernel's default float, f32 here)."""
     g = np.array([1.0 + 2.0 ** -40, 2.0, 3.0])
     out = tack.zeros(3, tack.f64)
     components(out, g)
-    np.testing.assert_array_equal(out.numpy(), np.full(3, g[0] + 20.0 + 300.0 + 3))
+    np.testing.assert_array_equal(out.numpy(), np.full(3, g[0] + 20.0 + 300.0))
     ir = tack.inspect(components, out, g, mode="ir")
     assert ": f64" in ir and "f32" not in ir
     small = tack.zeros(3, tack.f32)
@@ -138,6 +138,46 @@ def writes_numpy_array(out, w):
         w[i] = 1.0
 
 
+@tack.func
+def put(w, i, x):
+    w[i] = x
+
+
+@tack.func
+def put_first(w, x):
+    w[0] = x
+
+
+@tack.func
+def count_into(w, i):
+    tack.atomic_add(w, i, 1.0)
+
+
+@tack.kernel
+def writes_through_a_function(out, w):
+    for i in range(len(out)):
+        put(w, i, 1.0)
+
+
+@tack.kernel
+def writes_first_through_a_function(out, w):
+    for i in range(len(out)):
+        put_first(w, 5.0)
+        out[i] = w[0]
+
+
+@tack.kernel
+def counts_through_a_function(out, w):
+    for i in range(len(out)):
+        count_into(w, i)
+
+
+@tack.kernel
+def reads_its_length(out, w):
+    for i in range(len(w)):
+        out[i] = w[i]
+
+
 def test_writing_a_component_of_a_value_is_refused():
     """The kernel has a copy: a write would never reach the caller's array."""
     out = tack.zeros(3)
@@ -148,13 +188,17 @@ def test_writing_a_component_of_a_value_is_refused():
     assert out.numpy().tolist() == [0.0, 0.0, 0.0]
 
 
-def test_a_numpy_array_a_kernel_writes_is_an_array_it_must_wrap():
-    """A parameter the kernel writes as an array (``w[i] = ...``) is an array:
-    three NumPy elements there are the Numba habit, not a vector."""
+@pytest.mark.parametrize("kernel", [writes_numpy_array, writes_through_a_function,
+                                    writes_first_through_a_function,
+                                    counts_through_a_function, reads_its_length])
+def test_a_numpy_array_a_kernel_uses_as_only_an_array_can_be_must_be_wrapped(kernel):
+    """A parameter the kernel, or a device function it passes it to, writes
+    as an array, updates atomically or takes the length of is an array: three
+    NumPy elements there are the Numba habit, not a vector."""
     with pytest.raises(TypeError, match=re.escape(
-            "Kernel 'writes_numpy_array': Unsupported argument type for parameter 'w': "
-            "numpy.ndarray; make it a tack.Array first: tack.asarray(a)")):
-        writes_numpy_array(tack.zeros(3), np.zeros(3))
+            f"Kernel '{kernel.name}': Unsupported argument type for parameter 'w': "
+            f"numpy.ndarray; make it a tack.Array first: tack.asarray(a)")):
+        kernel(tack.zeros(3), np.zeros(3, np.float32))
 
 
 @tack.kernel
@@ -172,3 +216,17 @@ def test_other_shapes_and_types_are_not_values(arg):
     with pytest.raises(TypeError, match=re.escape(
             "Kernel 'doubled': Unsupported argument type for parameter 'g'")):
         doubled(out, arg)
+
+
+@tack.kernel
+def local_lengths(out):
+    for i in range(len(out)):
+        v = tack.vec4(1.0, 2.0, 3.0, 4.0)
+        m = tack.mat22(1.0, 2.0, 3.0, 4.0)
+        out[i] = len(v) * 10 + len(m)
+
+
+def test_len_of_a_vector_or_matrix_local_is_its_component_or_row_count():
+    out = tack.zeros(2, tack.i64)
+    local_lengths(out)
+    assert out.numpy().tolist() == [42, 42]

@@ -519,3 +519,43 @@ def test_calls_alternating_between_two_default_devices_keep_both_runners(rng, mo
             doubled(x, out)
         np.testing.assert_array_equal(out.numpy(), 2.0 * host, err_msg=repr(rng))
     assert len(made) == 2   # one runner per default, then none
+
+
+def test_a_runner_made_before_lengths_move_to_run_time_is_not_stored_after(rng,
+                                                                            monkeypatch):
+    """Thread A binds a runner under the old baking and stores it only after
+    the main thread's fourth length moved the length to run time: it must
+    not be stored (the table would key on the length again, and every new
+    length take the slow path). The interleaving is forced (internals)."""
+    from tack.runtime import kernel as K
+
+    @tack.kernel
+    def scale(pos, out):
+        for i in range(len(pos)):
+            out[i] = pos[i] * len(pos)
+
+    host = rng.values(tack.f32, 500)
+    pos, out = tack.array(host), tack.zeros(500, tack.f32)
+    for n in (10, 11, 12):
+        scale(pos[:n], out[:n])
+    original = K.FastPath.add
+    go, parked = threading.Event(), threading.Event()
+
+    def add(self, args, shape_params, runner, bound=None):
+        if threading.current_thread().name == "A":
+            parked.set()
+            go.wait(30)
+        return original(self, args, shape_params, runner, bound)
+
+    monkeypatch.setattr(K.FastPath, "add", add)
+    scale._plain.clear()
+    thread = threading.Thread(target=lambda: scale(pos[:12], out[:12]), name="A")
+    thread.start()
+    assert parked.wait(30)
+    scale(pos[:13], out[:13])       # the fourth length: moved to run time
+    go.set()
+    thread.join()
+    assert scale._plain.shape_params == frozenset()   # keys on no length
+    for n in (100, 257, 3):
+        scale(pos[:n], out[:n])
+        np.testing.assert_allclose(out.numpy()[:n], host[:n] * np.float32(n), rtol=1e-6)

@@ -25,6 +25,7 @@ import copy
 import dataclasses
 import itertools
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,15 +57,18 @@ def serial(cls) -> int:
     """The number that stands for ``cls`` in every key of compiled code: given
     once per class object (a subclass gets its own) and never again, so a
     class made after another was collected, at the same address, never finds
-    the other's code (an ``id`` could be reused)."""
-    number = cls.__dict__.get("_tack_serial")
-    if number is None:
+    the other's code (an ``id`` could be reused). It is kept in the class as
+    ``(number, weak reference to the class)``: a class made from another's
+    namespace (``type(name, bases, dict(C.__dict__))``) carries the other's,
+    which does not refer to it, and gets its own."""
+    entry = cls.__dict__.get("_tack_serial")
+    if entry is None or entry[1]() is not cls:
         with _serial_lock:
-            number = cls.__dict__.get("_tack_serial")
-            if number is None:
-                number = next(_serials)
-                cls._tack_serial = number
-    return number
+            entry = cls.__dict__.get("_tack_serial")
+            if entry is None or entry[1]() is not cls:
+                entry = (next(_serials), weakref.ref(cls))
+                cls._tack_serial = entry
+    return entry[0]
 
 
 def methods_of(cls) -> dict:

@@ -67,7 +67,7 @@ def _scalar_entry(value, dims: tuple = ()):
     # never keeps a class alive (see expanding.py); asked before the checks
     # below, which every warm call with such an argument would make in vain.
     if getattr(kind, "_device_class", False) is True:
-        return ("class", kind.__dict__.get("_tack_serial") or class_serial(kind))
+        return ("class", class_serial(kind))
     if isinstance(value, Array):   # a subclass: keyed as an Array is, and by its class
         return (id(type(value)), value._sig, tuple(value._shape[d:d + 1] for d in dims))
     if kind is np.ndarray or kind is tuple or kind is list:   # a vector or matrix value

@@ -105,8 +105,8 @@ class Expanding:
     def bind(self, args, flat, key):
         expanded = expansion(self.kernel, self.positions, self.names, args, key)
         self.display[key] = expanded.display
-        runner, shape_params = self.kernel._bind(flat, self.default, self.debug,
-                                                 expanded)
+        runner, shape_params, _ = self.kernel._bind(flat, self.default, self.debug,
+                                                    expanded)
         if shape_params is None:   # made before its template changed: not kept
             return runner
         with self.lock:
@@ -130,13 +130,17 @@ def fast_expander(positions, args, key):
     scope = {"Array": Array, "MISSING": _MISSING}
     lines = ["def fast(args):", f"    if len(args) != {len(args)}: return None"]
     flat = [f"args[{k}]" for k in range(len(args)) if k not in positions]
-    for k, (number, classified) in zip(reversed(positions), key):
+    for k, (_, classified) in zip(reversed(positions), key):
         obj = args[k]
         own, on_class = vars(obj) if hasattr(obj, "__dict__") else None, vars(type(obj))
         if own is None:   # __slots__: no instance dict to read; expand() classifies
             return None
+        # the class's own (number, weak reference) entry, by identity: one made
+        # from its namespace carries it too, but gets its own number at the
+        # signature (device_class.serial), before this runs
+        scope[f"serial{k}"] = vars(type(obj)).get("_tack_serial")
         lines += [f"    o{k} = args[{k}]",
-                  f"    if type(o{k}).__dict__.get('_tack_serial') != {number}: "
+                  f"    if type(o{k}).__dict__.get('_tack_serial') is not serial{k}: "
                   f"return None",
                   f"    d{k}, c{k} = o{k}.__dict__, type(o{k}).__dict__"]
         for m, (attr, kind, _) in enumerate(classified):

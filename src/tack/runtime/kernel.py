@@ -19,6 +19,7 @@ from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
 from ..lang import device_class
 from ..lang.func import _require_def
+from ..lang.bindings import CallBindings
 from ..lang.lower.arrays import written_arrays
 from ..lang.lower.kernel import lower_kernel, validate_kernel
 from ..lang.source import read_source
@@ -112,8 +113,14 @@ class FastPath:
         self.key = signature_function(n_args, self.shape_params)
         self.lock = threading.Lock()
 
-    def add(self, args, shape_params, runner) -> None:
+    def add(self, args, shape_params, runner, bound=None) -> None:
+        """Store ``runner`` (whose Bound is ``bound``) for this call's signature,
+        unless its template has moved extents to run time since it was made:
+        checked under the lock ``reset`` takes after the move, so a runner is
+        either refused here or emptied there."""
         with self.lock:
+            if bound is not None and bound.runtime is not bound.template.baking.runtime:
+                return
             if not shape_params <= self.shape_params:
                 self.shape_params = self.shape_params | shape_params
                 self.key = signature_function(self.n_args, self.shape_params)
@@ -341,10 +348,10 @@ class Kernel:
             if len(args) == n_args:   # else it raises the count error, after expanding
                 self._fast[debug].add(args, frozenset(), runner)
             return runner
-        bound, shape_params = self._bind(args, default, debug)
+        runner, shape_params, bound = self._bind(args, default, debug)
         if shape_params is not None:
-            self._fast[debug].add(args, shape_params, bound)
-        return bound
+            self._fast[debug].add(args, shape_params, runner, bound)
+        return runner
 
     def prepare(self, args, debug: bool, expanded=None) -> Template:
         """The template for (already expanded) ``args``; checks the count."""
@@ -354,16 +361,19 @@ class Kernel:
             validate_kernel(source)   # its syntax errors come first
             raise TypeError(f"Kernel '{self.name}' expects {count} arguments, "
                             f"got {len(args)}")
-        written = written_arrays(source.tree)
+        written = written_arrays(source, source.tree, CallBindings(
+            self.fn, source.tree, expanded.extra if expanded is not None else None))
         arrays = frozenset(k for k, a in enumerate(source.tree.args.args) if a.arg in written)
         return self._template(debug, element_spec(args, arrays), expanded)
 
     def _bind(self, args, default, debug: bool, expanded=None):
-        """``(runner, shape_params)``: a Bound for expanded ``args`` (debug mode
-        adds the hidden arrays) and the baked extents its signature keys on;
-        None for those of a runner made just before its template took more
-        extents at run time (another thread's variant): it runs this call,
-        and the next makes a runner of the new kind instead."""
+        """``(runner, shape_params, bound)``: a runner for expanded ``args`` (a
+        Bound; with debug mode's hidden arrays, a ``Checked``; with vector
+        values, a ``Flattening`` around it), the baked extents its signature
+        keys on, and the Bound. ``shape_params`` is None for a runner made
+        just before its template took more extents at run time (another
+        thread's variant): it runs this call, and the next makes a runner of
+        the new kind instead (``FastPath.add`` checks again, under its lock)."""
         template = self.prepare(args, debug, expanded)
         given, counts = args, values.counts(template.elements)
         if counts:   # vector and matrix values: the kernel takes their components
@@ -396,7 +406,7 @@ class Kernel:
                 starts = values.flat_positions(counts, len(given))
                 argument = {start: k for k, start in enumerate(starts)}
                 shape_params = frozenset((argument[p], d) for p, d in shape_params)
-        return runner, shape_params
+        return runner, shape_params, bound
 
     def _debug_call(self, args):
         """Debug mode: the bounds-checked template; IndexError after the launch."""

@@ -46,6 +46,7 @@ class _Uses:
         # more indices); a name that is only subscripted with one or two
         # indices may be a vector or matrix value instead
         self.definite: set = set()
+        self.stored: set = set()   # names stored into as arrays (a[i] = x, a[i] += x)
 
     def record(self, name: str, ndim, node, definite: bool = True) -> None:
         if definite:
@@ -62,26 +63,13 @@ class _Uses:
         self.ndim[name] = ndim or known
 
 
-def written_arrays(tree: ast.FunctionDef) -> frozenset:
-    """The names the kernel writes as arrays (``a[i] = x``, ``a[i] += x``, an
-    atomic's target) or reads the shape of: where a NumPy array or a tuple
+def written_arrays(source, tree: ast.FunctionDef, bindings: CallBindings) -> frozenset:
+    """The names the kernel (or a device function it calls, for the names it
+    passes) uses as only an array can be: stores into (``a[i] = x``), atomics,
+    ``len``, ``.shape``, three or more indices. Where a NumPy array or a tuple
     is passed for one, it is meant as an array, not a vector value."""
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
-                and isinstance(node.value, ast.Name):
-            names.add(node.value.id)
-        elif (isinstance(node, ast.Attribute) and node.attr == "shape"
-              and isinstance(node.value, ast.Name)):
-            names.add(node.value.id)
-        elif isinstance(node, ast.Call) and node.args and \
-                isinstance(node.args[0], ast.Name):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else \
-                func.id if isinstance(func, ast.Name) else ""
-            if f"tack.{name}" in _ATOMICS:
-                names.add(node.args[0].id)
-    return frozenset(names)
+    uses = _array_uses(source, tree, bindings)
+    return frozenset(uses.definite | uses.stored)
 
 
 def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
@@ -97,6 +85,8 @@ def _array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             count = _index_count(node.slice)
             uses.record(node.value.id, count, node, definite=count > 2)
+            if isinstance(node.ctx, ast.Store):
+                uses.stored.add(node.value.id)
         elif (isinstance(node, ast.Attribute) and node.attr == "shape"
               and isinstance(node.value, ast.Name)):
             uses.record(node.value.id, 0, node)
@@ -125,11 +115,13 @@ def _record_call(uses: _Uses, call: ast.Call, bindings: CallBindings,
         elif target.name in _ATOMICS and len(args) == 3 and isinstance(args[0], ast.Name):
             uses.record(args[0].id, _index_count(args[1]), call)
     elif isinstance(target, Func):
-        params, definite = _func_arrays(target, active)
+        params, definite, stored = _func_arrays(target, active)
         names = [a.arg for a in target.source.tree.args.args]
         for name, arg in zip(names, args):
             if name in params and isinstance(arg, ast.Name):
                 uses.record(arg.id, params[name], call, definite=name in definite)
+                if name in stored:
+                    uses.stored.add(arg.id)
 
 
 def func_array_params(func: Func) -> dict[str, int]:
@@ -147,7 +139,8 @@ def func_definite_arrays(func: Func) -> frozenset:
 
 
 def _func_arrays(func: Func, _active=None) -> tuple:
-    """(func_array_params, func_definite_arrays), memoized on the Func."""
+    """(func_array_params, func_definite_arrays, the parameters stored into
+    as arrays), memoized on the Func."""
     cached = getattr(func, "_arrays", None)
     if cached is not None:
         return cached
@@ -156,7 +149,7 @@ def _func_arrays(func: Func, _active=None) -> tuple:
         # A recursive cycle (inlining rejects it): end it here, and cache no
         # answer that depended on this partial one.
         active.update(dict.fromkeys(active, False))
-        return {}, frozenset()
+        return {}, frozenset(), frozenset()
     active[func] = True
     tree = func.source.tree
     bindings = CallBindings(func.fn, tree, getattr(func, "_extra", None))
@@ -166,7 +159,8 @@ def _func_arrays(func: Func, _active=None) -> tuple:
     # A conflict is an error once the parameter is bound to an array (ndim_of
     # raises it then): a matrix value is indexed both ways.
     result = ({name: ndim_of(uses.ndim, name) if name in definite else uses.ndim[name]
-               for name in uses.ndim if name in params}, definite)
+               for name in uses.ndim if name in params}, definite,
+              frozenset(uses.stored & params))
     if active.pop(func):
         func._arrays = result
     return result
