@@ -237,6 +237,8 @@ def check_sum(comm, rng, device="cpu", gpu_aware=False):
     indices), against NumPy adding in order of source block."""
     size = comm.Get_size()
     counts = [1 + r % 2 for r in range(size)]
+    if device == "mixed":   # odd ranks' arrays on OpenCL, even ranks' in host memory
+        device = "opencl" if comm.Get_rank() % 2 else "cpu"
     blocks, world = blocks_for(comm, counts, tack.World(comm, gpu_aware=gpu_aware), device)
     total, m = blocks.count, 7
     sends = {g: {} for g in range(total)}
@@ -269,6 +271,17 @@ def test_sum_adds_received_elements_in_order_of_source(comm, rng):
     check_sum(comm, rng, gpu_aware=True)
     if tack.device_count("opencl"):
         check_sum(comm, rng, device="opencl")
+        check_sum(comm, rng, device="mixed")
+
+
+def test_ranks_with_host_and_opencl_arrays_exchange_ghosts(comm, rng):
+    """A rank whose arrays the host reads sends one message per peer rank; a
+    rank whose arrays it cannot read must send and expect the same."""
+    if not tack.device_count("opencl"):
+        return
+    size = comm.Get_size()
+    device = "opencl" if comm.Get_rank() % 2 else "cpu"
+    check_grid(comm, rng, 2 * size, 1, 4, 3, 1, [2] * size, device=device)
 
 
 def test_world_free_releases_the_communicator_of_plans_left_unfreed(comm, rng):

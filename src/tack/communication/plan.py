@@ -406,14 +406,13 @@ class _DirectState:
                   in enumerate(zip(self.into, received))]
         self.adds = [(d, index, data, k, _adder(host)) for d, s, index, data, k, host in
                      sorted(parts, key=lambda p: (p[0], p[1]))]
-        self.requests = _Requests(world, plan.tag,
-                                  [(self.wire(b), p) for p, _, _, b in self.into],
-                                  [(self.wire(b), p) for p, _, _, b in self.out])
+        self.requests = self.messages(plan, world)
 
-    def wire(self, buffer):
-        """What MPI sends from or receives into for ``buffer``: the device
-        buffer itself (mpi4py takes it through DLPack)."""
-        return buffer
+    def messages(self, plan: Plan, world) -> _Requests:
+        """A message per buffer: the device buffers themselves (mpi4py takes
+        them through DLPack; every rank of a GPU-aware world does the same)."""
+        return _Requests(world, plan.tag, [(b, p) for p, _, _, b in self.into],
+                         [(b, p) for p, _, _, b in self.out])
 
     def sent(self, k: int, buffer) -> None:
         """Message ``k``'s elements are gathered into ``buffer``."""
@@ -465,20 +464,25 @@ class _DirectState:
 class _StagedState(_DirectState):
     """Host-staged transport of arrays the host cannot read (a GPU's, without
     GPU-aware MPI): as ``_DirectState``, kernels gather the sent elements into
-    a device buffer per message and scatter the received ones, but MPI moves
-    a host copy of each buffer. Only the elements that move cross to the
-    host, never the whole array."""
+    a device buffer per block pair and scatter the received ones, but the
+    messages are ``_State``'s (one host buffer per peer rank, the pairs one
+    after another), which a peer whose arrays are in host memory sends and
+    expects. Only the elements that move cross to the host, never the whole
+    array."""
 
-    def __init__(self, plan: Plan, type_name):
-        self.hosts = {}   # id(device buffer) -> its host copy
-        super().__init__(plan, type_name)
-        self.sent_hosts = [self.hosts[id(b)] for _, _, _, b in self.out]
-        self.received_hosts = [self.hosts[id(b)] for _, _, _, b in self.into]
-
-    def wire(self, buffer):
-        host = self.hosts[id(buffer)] = np.empty(buffer.storage_shape,
-                                                 buffer.scalar_dtype.numpy)
-        return host
+    def messages(self, plan: Plan, world) -> _Requests:
+        element = T.from_type_name(self.type_name) if self.type_name else T.u8
+        dtype, rows = T.scalar_of(element).numpy, T.element_shape(element)
+        self.sent_hosts, self.received_hosts, sends, recvs = [], [], [], []
+        for peer, items in plan._out.items():   # the order of self.out and self.into
+            buffer = np.empty((sum(item[1].size for item in items),) + rows, dtype)
+            self.sent_hosts += [part for _, _, part, _ in _pieces(buffer, items)]
+            sends.append((buffer, peer))
+        for peer, items in plan._in.items():
+            buffer = np.empty((sum(item[1].size for item in items),) + rows, dtype)
+            self.received_hosts += [part for _, _, part, _ in _pieces(buffer, items)]
+            recvs.append((buffer, peer))
+        return _Requests(world, plan.tag, recvs, sends)
 
     def sent(self, k: int, buffer) -> None:
         np.copyto(self.sent_hosts[k], buffer._values())   # waits for the gather
