@@ -126,10 +126,15 @@ def test_a_call_returns_none_or_the_annotated_return_value(rng):
 # -- rejected calls -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("value,name", [
-    ("1", "str"), (None, "NoneType"), ([1], "list"), ((1,), "tuple"), (1 + 2j, "complex"),
+    ("1", "str"), (None, "NoneType"), (1 + 2j, "complex"),
+    ([1], "list; a vector or matrix value is a NumPy array of 2 to 4 numbers, or 2x2 "
+          "to 4x4 of them, or a tuple or list of those shapes"),
+    ((1,), "tuple; a vector or matrix value is a NumPy array of 2 to 4 numbers, or 2x2 "
+           "to 4x4 of them, or a tuple or list of those shapes"),
     (np.zeros(5), "numpy.ndarray; the kernel uses it as a number, or as a vector or "
-                  "matrix value, which is a NumPy array, tuple or list of 2 to 4 numbers, "
-                  "or of 2x2 to 4x4 (this one has shape (5,))"),
+                  "matrix value, which is a NumPy array of 2 to 4 numbers, or 2x2 to 4x4 "
+                  "of them, or a tuple or list of those shapes (this one has shape (5,) "
+                  "and dtype float64)"),
     (np.zeros(()), "numpy.ndarray; the kernel uses it as a number: pass a.item()"),
     (np.bool_(True), "numpy.bool"),
     (np.complex64(1), "numpy.complex64"), (tack.f32, "tack.types.ScalarType"), ({}, "dict"),
@@ -559,3 +564,26 @@ def test_a_runner_made_before_lengths_move_to_run_time_is_not_stored_after(rng,
     for n in (100, 257, 3):
         scale(pos[:n], out[:n])
         np.testing.assert_allclose(out.numpy()[:n], host[:n] * np.float32(n), rtol=1e-6)
+
+
+def test_lengths_moved_to_run_time_move_in_every_specialization(rng):
+    """Two lowering specializations of one kernel (an f32 and an f64 vector
+    value) share the dispatch table: once one reads the length at run time,
+    the other, made later and called with one length, must not key the
+    table on the length again (every new length took the slow path)."""
+    @tack.kernel
+    def push(pos, out, g):
+        for i in range(len(pos)):
+            out[i] = pos[i] + g[0] * len(pos)
+
+    host = rng.values(tack.f32, 400)
+    pos, out = tack.array(host), tack.zeros(400, tack.f32)
+    for n in (10, 11, 12, 13, 14):
+        push(pos[:n], out[:n], (1.0, 0.0))
+    push(pos[:64], out[:64], np.array([2.0, 0.0]))   # another specialization
+    assert push._plain.shape_params == frozenset()
+    variants = len(push._variants)
+    for n in (100, 200, 300):
+        push(pos[:n], out[:n], (1.0, 0.0))
+        np.testing.assert_allclose(out.numpy()[:n], host[:n] + np.float32(n), rtol=1e-6)
+    assert len(push._variants) == variants

@@ -76,17 +76,21 @@ def _scalar_entry(value, dims: tuple = ()):
 
 
 def _value_entry(value):
-    """The signature entry of a vector or matrix value (``values.py``): what
-    its element type depends on, and how it is flattened."""
-    if not values.is_value(value):
-        return id(type(value))
+    """The signature entry of a NumPy array, tuple or list, a vector or matrix
+    value or not (``values.py``): what its element type and its flattening
+    depend on. For a tuple or list, each component's kind as a scalar's
+    (or each row's): no other check on a warm call."""
     if type(value) is np.ndarray:
         return ("value", value.dtype.char, value.shape)
-    flat = values._components(value)
-    return ("value", type(value), values._structure(value),
-            any(isinstance(x, (float, np.floating)) for x in flat),
-            all(T.int_type_for(int(x)) == T.i32 for x in flat
-                if not isinstance(x, (float, np.floating))))
+    if value and type(value[0]) in (tuple, list):
+        return ("value", type(value), tuple(tuple(map(_entry_kind, row)) if type(row) in
+                                            (tuple, list) else None for row in value))
+    return ("value", type(value), tuple(map(_entry_kind, value)))
+
+
+def _entry_kind(x):
+    """A component's kind: a scalar's, the type for anything else."""
+    return _scalar_kind(x) if type(x) in _NUMBER_TYPES else type(x)
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,6 +155,10 @@ def placement(kernel_name: str, args, default):
     return first
 
 
+VALUES = ("a NumPy array of 2 to 4 numbers, or 2x2 to 4x4 of them, or a tuple or "
+          "list of those shapes")
+
+
 def _type_name(value) -> str:
     """``str``, or ``numpy.bool``: a builtin's bare name, another type's with its
     module (a NumPy bool reported as ``bool`` read as if Python's were refused)."""
@@ -182,9 +190,10 @@ def classify(kernel_name: str, params, args) -> tuple:
                     hint = "; the kernel uses it as a number: pass a.item()"
                 else:
                     hint = (f"; the kernel uses it as a number, or as a vector or "
-                            f"matrix value, which is a NumPy array, tuple or list of "
-                            f"2 to 4 numbers, or of 2x2 to 4x4 (this one has shape "
-                            f"{np.shape(a)})")
+                            f"matrix value, which is {VALUES} (this one has shape "
+                            f"{np.shape(a)} and dtype {a.dtype})")
+            elif type(a) in (tuple, list) and not param.is_array:
+                hint = f"; a vector or matrix value is {VALUES}"
             raise TypeError(f"Kernel '{kernel_name}': Unsupported argument type for "
                             f"parameter '{param.name}': {_type_name(a)}{hint}")
         specs.append(kind)
@@ -285,12 +294,13 @@ class Bound:
                  "generic", "run", "fusing")
 
     def __init__(self, kernel, device, default, specs, template, epilogue=False,
-                 result=None):
+                 result=None, baking=None):
         self.kernel = kernel
         self.template = template    # the kernel's Template this call lowers with
         # which extents its variants take at run time and which they bake (and
-        # its signature keys on), as the template had them when this was made
-        self.runtime, self.shape_params = template.baking
+        # its signature keys on): ``baking``, the template's as the caller read
+        # it once for a kernel and its return epilogue alike, or as it is now
+        self.runtime, self.shape_params = baking or template.baking
         self.device = device
         self.default = default
         self.backend = device.backend
@@ -342,10 +352,11 @@ class ResultReader:
 
     __slots__ = ("inner", "device", "dtype", "kind", "count", "shape", "results")
 
-    def __init__(self, kernel, device, specs, template):
+    def __init__(self, kernel, device, specs, template, baking):
         lowered = template.lowered
         full, self.dtype, self.count = epilogue_specs(lowered, specs)
-        self.inner = Bound(kernel, device, device, full, template, epilogue=True)
+        self.inner = Bound(kernel, device, device, full, template, epilogue=True,
+                           baking=baking)
         self.device = device
         self.kind = lowered.result_kind
         self.shape = T.element_shape(lowered.result_type)

@@ -120,7 +120,7 @@ class FastPath:
         either refused here or emptied there."""
         with self.lock:
             if bound is not None and bound.runtime is not bound.template.baking.runtime:
-                return
+                return   # (rebake replaces baking whole: a new runtime set with it)
             if not shape_params <= self.shape_params:
                 self.shape_params = self.shape_params | shape_params
                 self.key = signature_function(self.n_args, self.shape_params)
@@ -172,7 +172,8 @@ class Kernel:
         self._fast = (self._plain, FastPath(n_args))     # plain, debug
         self._variants: dict = {}
         self._lock = threading.RLock()
-        self._references: dict = {}   # (class id, parameter) -> what the kernel reads
+        self._references: dict = {}   # (class serial, parameter) -> what the kernel reads
+        self._moved = frozenset()     # (parameter, dim) extents read at run time
         self._watched: set = set()    # ids of device classes with a finalizer
 
     @property
@@ -225,7 +226,10 @@ class Kernel:
         template.ir_key = key
         template.shape_deps = deps
         template.lowered = lowered
-        template.rebake(frozenset())   # every extent the bodies read, baked at first
+        # every extent the bodies read, baked at first, but those the kernel
+        # already reads at run time (another template saw them change)
+        template.rebake(frozenset((name, d) for name, d in self._moved
+                                  if d in deps.get(name, ())))
 
     # -- tier 2: variants ----------------------------------------------------------
     def _variant(self, backend, specs, mode: int, epilogue: bool,
@@ -252,7 +256,7 @@ class Kernel:
         """After a new variant: when EXTENT_VARIANTS variants differ only in
         the values of baked extents (``kernel(pos[:n])`` with ``len(pos)`` in the
         body and a new ``n`` every step), the extents that differ are taken at
-        run time from then on, so the next value compiles nothing. A few fixed
+        run time from then on, so the next value compiles nothing. Up to three
         sizes (the levels of a grid hierarchy) keep their baked variants."""
         target, _, (epilogue, parts, mode, runtime) = key
         if runtime != tuple(sorted(template.baking.runtime)):
@@ -269,7 +273,15 @@ class Kernel:
             varying |= {(params[k].name, d) for j, d in enumerate(dims)
                         if len({v[j] for v in values}) > 1}
         template.history.clear()
-        template.rebake(template.baking.runtime | varying)
+        self._moved |= varying
+        # every template of the kernel that reads those extents moves them too:
+        # the dispatch table is shared, and one that still baked them would
+        # key every signature on them again
+        for other in list(self._templates.values()):
+            moved = {(name, d) for name, d in varying
+                     if d in other.shape_deps.get(name, ())} - other.baking.runtime
+            if moved or other is template:
+                other.rebake(other.baking.runtime | moved)
         self._fast[template.debug].reset()
 
     def _variant_key(self, backend, template, function, specs, mode, epilogue,
@@ -385,16 +397,16 @@ class Kernel:
             args = tuple(args) + _debug.hidden_arrays(lowered.kernel, args, device)
         params = lowered.kernel.params
         specs, _ = call_specs(self.name, lowered.kernel, args)
-        result = None
+        result, baking = None, template.baking   # one baking for both functions
         if lowered.epilogue is not None:
-            result = ResultReader(self, device, specs, template)
-        bound = Bound(self, device, default, specs, template, result=result)
+            result = ResultReader(self, device, specs, template, baking)
+        bound = Bound(self, device, default, specs, template, result=result, baking=baking)
         # the variant this call takes (the runner would pick the same one)
         mode = variant_mode(device.backend, lowered.kernel, args, specs)
         check_writable(self.name, bound.program(mode).variant, params, args)
         if result is not None:
             result.check_writable(args)   # the epilogue may store and run atomics too
-        current = bound.runtime is template.baking.runtime
+        current = baking is template.baking
         shape_params = bound.shape_params if current else None
         runner = bound
         if debug:   # after the build, which finds an index count past the rank first

@@ -55,14 +55,28 @@ def element_of(value, floats: T.ScalarType) -> T.CompositeType:
     if type(value) is np.ndarray:
         shape, scalar = value.shape, T.from_numpy(value.dtype)
     else:
-        shape = _structure(value)
-        flat = _components(value)
-        if any(isinstance(x, (float, np.floating)) for x in flat):
-            scalar = floats
-        else:   # i32 unless a component needs i64, as for a Python int
-            scalar = T.i32 if all(T.int_type_for(int(x)) == T.i32 for x in flat) \
-                else T.i64
+        shape, scalar = _structure(value), component_type(_components(value))
+        scalar = floats if scalar is float else scalar
     return T.composite(SHAPES[shape], shape, scalar)
+
+
+def component_type(flat):
+    """``float`` if a component is a float (the call's default float), else the
+    one integer type that holds every component: i32, i64 or u64, as for a
+    Python number (``TypeError`` for negative components beside ones past
+    the i64 range)."""
+    if any(isinstance(x, (float, np.floating)) for x in flat):
+        return float
+    kinds = {T.int_type_for(int(x)) for x in flat}
+    if kinds <= {T.i32}:
+        return T.i32
+    if T.u64 not in kinds:
+        return T.i64
+    if min(int(x) for x in flat) < 0:
+        raise TypeError(f"the components {flat} of a vector or matrix value do not "
+                        f"fit one integer type (negative ones beside ones past "
+                        f"{2**63 - 1})")
+    return T.u64
 
 
 def _components(value) -> list:

@@ -138,6 +138,10 @@ class ExpressionLowering:
             hint = " (a kernel reads a.shape[k], or unpacks all of it: n, m = a.shape)"
         elif _is_array_name(self, node.value) and node.attr in _ARRAY_ATTRIBUTES:
             hint = " (a kernel reads an array's len(a) and a.shape[k])"
+        elif node.attr in ("x", "y", "z", "w") and isinstance(node.value, ast.Name) and \
+                node.value.id in getattr(self, "scalar_params", ()):
+            hint = (f" ('{node.value.id}' was passed a number, or something that is no "
+                    f"vector value: pass a NumPy array, tuple or list of 2 to 4 numbers)")
         raise self.scope.unsupported(f"attribute '{node.attr}' here{hint}", node)
 
     # -- arrays -------------------------------------------------------------------
