@@ -178,6 +178,18 @@ def reads_its_length(out, w):
         out[i] = w[i]
 
 
+@tack.kernel
+def looks_up(out, w):
+    for i in range(len(out)):
+        out[i] = w[i % 3]
+
+
+@tack.kernel
+def writes_a_row_component(out, w):
+    for i in range(len(out)):
+        w[i].y = 1.0
+
+
 def test_writing_a_component_of_a_value_is_refused():
     """The kernel has a copy: a write would never reach the caller's array."""
     out = tack.zeros(3)
@@ -190,7 +202,8 @@ def test_writing_a_component_of_a_value_is_refused():
 
 @pytest.mark.parametrize("kernel", [writes_numpy_array, writes_through_a_function,
                                     writes_first_through_a_function,
-                                    counts_through_a_function, reads_its_length])
+                                    counts_through_a_function, reads_its_length,
+                                    looks_up])
 def test_a_numpy_array_a_kernel_uses_as_only_an_array_can_be_must_be_wrapped(kernel):
     """A parameter the kernel, or a device function it passes it to, writes
     as an array, updates atomically or takes the length of is an array: three
@@ -199,6 +212,13 @@ def test_a_numpy_array_a_kernel_uses_as_only_an_array_can_be_must_be_wrapped(ker
             f"Kernel '{kernel.name}': Unsupported argument type for parameter 'w': "
             f"numpy.ndarray; make it a tack.Array first: tack.asarray(a)")):
         kernel(tack.zeros(3), np.zeros(3, np.float32))
+
+
+def test_a_numpy_matrix_whose_rows_a_kernel_writes_must_be_wrapped():
+    with pytest.raises(TypeError, match=re.escape(
+            "Kernel 'writes_a_row_component': Unsupported argument type for parameter "
+            "'w': numpy.ndarray; make it a tack.Array first")):
+        writes_a_row_component(tack.zeros(3), np.zeros((3, 3), np.float32))
 
 
 @tack.kernel

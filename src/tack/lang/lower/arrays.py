@@ -46,7 +46,9 @@ class _Uses:
         # more indices); a name that is only subscripted with one or two
         # indices may be a vector or matrix value instead
         self.definite: set = set()
-        self.stored: set = set()   # names stored into as arrays (a[i] = x, a[i] += x)
+        # names used as arrays more than vector or matrix values are: stored
+        # into (a[i] = x, a[i] += x, a[i].x = s) or indexed with a variable
+        self.stored: set = set()
 
     def record(self, name: str, ndim, node, definite: bool = True) -> None:
         if definite:
@@ -63,11 +65,18 @@ class _Uses:
         self.ndim[name] = ndim or known
 
 
+def _literal_index(index: ast.expr) -> bool:
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return all(isinstance(p, ast.Constant) and type(p.value) is int for p in parts)
+
+
 def written_arrays(source, tree: ast.FunctionDef, bindings: CallBindings) -> frozenset:
     """The names the kernel (or a device function it calls, for the names it
-    passes) uses as only an array can be: stores into (``a[i] = x``), atomics,
-    ``len``, ``.shape``, three or more indices. Where a NumPy array or a tuple
-    is passed for one, it is meant as an array, not a vector value."""
+    passes) uses as arrays rather than vector or matrix values: stores into
+    (``a[i] = x``, ``a[i].x = s``), an index that is not a literal (a lookup
+    table's ``w[i]``), atomics, ``len``, ``.shape``, three or more indices.
+    Where a NumPy array or a tuple is passed for one, it is meant as an
+    array, not a vector value."""
     uses = _array_uses(source, tree, bindings)
     return frozenset(uses.definite | uses.stored)
 
@@ -85,8 +94,12 @@ def _array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             count = _index_count(node.slice)
             uses.record(node.value.id, count, node, definite=count > 2)
-            if isinstance(node.ctx, ast.Store):
+            if isinstance(node.ctx, ast.Store) or not _literal_index(node.slice):
                 uses.stored.add(node.value.id)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Subscript)
+              and isinstance(node.value.value, ast.Name)):   # a[i].x = s
+            uses.stored.add(node.value.value.id)
         elif (isinstance(node, ast.Attribute) and node.attr == "shape"
               and isinstance(node.value, ast.Name)):
             uses.record(node.value.id, 0, node)
