@@ -214,11 +214,15 @@ def test_a_numpy_array_a_kernel_uses_as_only_an_array_can_be_must_be_wrapped(ker
         kernel(tack.zeros(3), np.zeros(3, np.float32))
 
 
-def test_a_numpy_matrix_whose_rows_a_kernel_writes_must_be_wrapped():
-    with pytest.raises(TypeError, match=re.escape(
-            "Kernel 'writes_a_row_component': Unsupported argument type for parameter "
-            "'w': numpy.ndarray; make it a tack.Array first")):
-        writes_a_row_component(tack.zeros(3), np.zeros((3, 3), np.float32))
+def test_a_numpy_matrix_whose_rows_a_kernel_writes_is_no_value():
+    """``w[i].y = s`` writes an array of vectors: refused (as it was before
+    values), never run on a copy whose writes are lost."""
+    w = np.zeros((3, 3), np.float32)
+    with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(
+            "Kernel 'writes_a_row_component': unsupported component assignment into a "
+            "scalar array")):
+        writes_a_row_component(tack.zeros(3), w)
+    assert not w.any()
 
 
 @tack.kernel
