@@ -2,6 +2,7 @@
 
 import numpy as np
 import tack
+import tack.communication.plan as plan_module
 from commtest import blocks_for, layouts, main
 
 OFFSETS = [(dx, dy) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dx, dy) != (0, 0)]
@@ -270,8 +271,11 @@ def test_sum_adds_received_elements_in_order_of_source(comm, rng):
     check_sum(comm, rng)
     check_sum(comm, rng, gpu_aware=True)
     if tack.device_count("opencl"):
-        check_sum(comm, rng, device="opencl")
-        check_sum(comm, rng, device="mixed")
+        for whole in (plan_module.WHOLE, 0):   # whole copies; kernels per message
+            plan_module.WHOLE = whole
+            check_sum(comm, rng, device="opencl")
+            check_sum(comm, rng, device="mixed")
+        plan_module.WHOLE = 1 << 18
 
 
 def test_ranks_with_host_and_opencl_arrays_exchange_ghosts(comm, rng):
@@ -281,7 +285,11 @@ def test_ranks_with_host_and_opencl_arrays_exchange_ghosts(comm, rng):
         return
     size = comm.Get_size()
     device = "opencl" if comm.Get_rank() % 2 else "cpu"
-    check_grid(comm, rng, 2 * size, 1, 4, 3, 1, [2] * size, device=device)
+    for whole in (plan_module.WHOLE, 0):   # whole copies; kernels per message
+        plan_module.WHOLE = whole
+        check_grid(comm, rng, 2 * size, 1, 4, 3, 1, [2] * size, device=device)
+        check_grid(comm, rng, size, 2, 5, 4, 1, [2] * size, device="opencl")
+    plan_module.WHOLE = 1 << 18
 
 
 def test_world_free_releases_the_communicator_of_plans_left_unfreed(comm, rng):

@@ -34,6 +34,7 @@ import numpy as np
 from .. import types as T
 from ..runtime.array import Array
 from ..runtime.creation import array, empty
+from ..runtime.host_ops import copyto
 from . import kernels, transport
 from .errors import (fault, require_array, require_dict, require_every_local,
                      require_gid, require_on_device, the_blocks)
@@ -48,6 +49,11 @@ RUN = "Plan.run()"
 _THE_PLAN, _THE_TYPE = f"{RUN}: the plan", f"{RUN}: the element type"
 _THE_OP = f"{RUN}: the op"
 OPS = ("copy", "sum")
+# Arrays the host cannot read move their planned elements through kernels
+# and per-message buffers (_StagedState) when one of a rank's holds this many
+# bytes or more; below, a whole copy each way costs less than a launch and a
+# copy per message (PoCL: a 32 KiB array 0.5 ms a run by kernels, 0.3 ms whole).
+WHOLE = 1 << 18
 
 
 class Plan:
@@ -79,6 +85,7 @@ class Plan:
         self._schedule()
         self._state = None
         self._recent = []   # checked value sets, newest first (_views)
+        self._copies = ()   # (array, its whole host copy) to write back after a run
 
     # -- set-up -----------------------------------------------------------------------
     def _claims(self) -> list:
@@ -137,7 +144,7 @@ class Plan:
             state.start(views if ready else None, speculative=True,
                         started=bundle is not None)
             if world.finish()[1]:
-                state.complete(views, add)
+                self._complete(state, views, add)
                 return
         else:
             world.agree(RUN, error, fields)
@@ -148,7 +155,14 @@ class Plan:
                 state.free()
             state = self._state = make(self, self._dtype)
         state.start(views)
+        self._complete(state, views, add)
+
+    def _complete(self, state, views, add: bool) -> None:
+        """Write the received elements, and copy back the small arrays the
+        host cannot read that it wrote whole copies of."""
         state.complete(views, add)
+        for given, copy in self._copies:
+            copyto(given, copy.reshape(given.storage_shape))
 
     def _checked(self, values, op):
         if op not in OPS:
@@ -157,17 +171,21 @@ class Plan:
         return self._views(values)
 
     def _views(self, values):
-        """``{gid: (array, host view by elements or None)}``: None where kernels
-        move the elements (GPU-aware transport, or memory the host cannot
-        read); reused while the same arrays come back."""
+        """``{gid: (array, host values by elements or None)}``: None where
+        kernels move the elements (GPU-aware transport, or memory the host
+        cannot read, where any such array holds ``WHOLE`` bytes or more);
+        a whole copy of a smaller one (one read and one write cost less than
+        a launch per message), written back after the run; else a view,
+        reused while the same arrays come back."""
         blocks = self.blocks
         for known, dtype, staged in self._recent:
             if _same_arrays(known, values):
-                self._dtype, self._staged = dtype, staged
+                self._dtype, self._staged, self._copies = dtype, staged, ()
                 return known
         require_dict(RUN, "the values", values)
         require_every_local(blocks, RUN, "the values", values)
-        views, types, staged = {}, set(), False
+        found, types, staged = {}, set(), False
+        gpu_aware = blocks.world.gpu_aware
         for g in blocks.local:
             array = require_array(RUN, f"the values of block {g}", values[g])
             require_on_device(blocks, RUN, f"the values of block {g}", g, array)
@@ -180,19 +198,24 @@ class Plan:
             if receives and not array.writable:
                 raise ValueError(f"{RUN}: the values of block {g} are read-only, but "
                                  f"the block receives elements")
-            view = None if blocks.world.gpu_aware else transport.host_view(array)
-            if view is None:    # kernels move the elements
-                views[g] = (array, None)
-                staged = not blocks.world.gpu_aware
-                continue
-            rows = (-1,) + T.element_shape(array.dtype)   # an element per row
-            views[g] = (array, view.reshape(rows))
+            view = None if gpu_aware else transport.host_view(array)
+            found[g] = (array, view, receives)
+            staged = staged or (view is None and not gpu_aware and array.nbytes >= WHOLE)
         if len(types) > 1:
             raise TypeError(f"{RUN}: the values have different element types on "
                             f"different blocks ({', '.join(sorted(types))})")
+        views, copies, copied = {}, [], False
+        for g, (array, view, receives) in found.items():
+            if view is None and not (gpu_aware or staged):   # small: a whole copy
+                view, copied = array.numpy(), True
+                if receives:
+                    copies.append((array, view))
+            rows = (-1,) + T.element_shape(array.dtype)   # an element per row
+            views[g] = (array, None if view is None else view.reshape(rows))
         self._dtype = types.pop() if types else None
-        self._staged = staged
-        self._recent = [(views, self._dtype, staged)] + self._recent[:RECENT - 1]
+        self._staged, self._copies = staged, copies
+        if not copied:   # a copy is taken again at every run
+            self._recent = [(views, self._dtype, staged)] + self._recent[:RECENT - 1]
         return views
 
     def free(self) -> None:
@@ -414,8 +437,8 @@ class _DirectState:
         return _Requests(world, plan.tag, [(b, p) for p, _, _, b in self.into],
                          [(b, p) for p, _, _, b in self.out])
 
-    def sent(self, k: int, buffer) -> None:
-        """Message ``k``'s elements are gathered into ``buffer``."""
+    def sent(self) -> None:
+        """Every message's elements are gathered into its buffer (queued)."""
 
     def received(self, k: int, buffer) -> None:
         """Message ``k`` has arrived; ``buffer`` is about to be scattered."""
@@ -427,9 +450,9 @@ class _DirectState:
             requests.start_sends(speculative, empty=True)
             return
         flat = self.flat = {g: a.reshape(-1) for g, (a, _) in views.items()}
-        for k, (_, s, index, buffer) in enumerate(self.out):
+        for _, s, index, buffer in self.out:
             kernels.gather(flat[s], index, buffer)
-            self.sent(k, buffer)
+        self.sent()
         requests.start_sends(speculative)
         for s, _, index, buffer, _, _ in self.local:
             kernels.gather(flat[s], index, buffer)
@@ -484,8 +507,11 @@ class _StagedState(_DirectState):
             recvs.append((buffer, peer))
         return _Requests(world, plan.tag, recvs, sends)
 
-    def sent(self, k: int, buffer) -> None:
-        np.copyto(self.sent_hosts[k], buffer._values())   # waits for the gather
+    def sent(self) -> None:
+        """Copy every gathered buffer to its part of a host message: the first
+        read waits for all the gathers, queued before it."""
+        for (_, _, _, buffer), host in zip(self.out, self.sent_hosts):
+            np.copyto(host, buffer._values())
 
     def received(self, k: int, buffer) -> None:
         buffer._store(self.received_hosts[k])
