@@ -11,11 +11,13 @@ and NumPy views of the last few sets of arrays they saw (a time stepper's two
 or three) and only gather, start, wait and scatter. Every element this rank
 sends, to itself included, is read before any element is written.
 
-Arrays in host memory are gathered and scattered with NumPy through views.
-Arrays the host cannot read go through kernels: with GPU-aware MPI the
-device buffers they fill are the messages (``_DirectState``); without, each
-buffer is copied to a host message and back (``_StagedState``), so only the
-elements that move leave the device.
+Arrays in host memory are gathered and scattered with NumPy through views,
+and so are whole copies of arrays the host cannot read while all of a
+rank's are under ``WHOLE`` bytes (written back after the run). Larger ones
+go through kernels: with GPU-aware MPI the device buffers they fill are the
+messages (``_DirectState``); without, each buffer is copied into its part
+of the host message of its rank pair, the same message ``_State`` sends
+(``_StagedState``), so only the elements that move leave the device.
 
 After the first run every run speculates (see :mod:`.world`): the receives
 and the gathered sends start while the agreement's sum travels, and the
