@@ -420,18 +420,21 @@ class _DirectState:
                     for s, i in items]
         self.into = [(peer, d, *on(d, i)) for peer, items in plan._in.items()
                      for d, i, _ in items]
-        # op="sum": as _State.adds, each part with the kernel that adds it (in
-        # parallel where no index comes twice) and, for a received part, its
-        # message's number
+        self.adds = self._adds(plan)
+        self.requests = self.messages(plan, world)
+
+    def _adds(self, plan: Plan) -> list:
+        """op="sum": as ``_State.adds``, each part with the kernel that adds it
+        (in parallel where no index comes twice) and, for a received part, its
+        message's number."""
         parts = [(d, s, index, data, None, host)
                  for (s, d, _, data, index, _), (_, _, _, host) in zip(self.local,
                                                                        plan._local)]
         received = [item for _, items in plan._in.items() for item in items]
         parts += [(d, s, index, data, k, host) for k, ((_, _, index, data), (d, host, s))
                   in enumerate(zip(self.into, received))]
-        self.adds = [(d, index, data, k, _adder(host)) for d, s, index, data, k, host in
-                     sorted(parts, key=lambda p: (p[0], p[1]))]
-        self.requests = self.messages(plan, world)
+        return [(d, index, data, k, _adder(host)) for d, s, index, data, k, host in
+                sorted(parts, key=lambda p: (p[0], p[1]))]
 
     def messages(self, plan: Plan, world) -> _Requests:
         """A message per buffer: the device buffers themselves (mpi4py takes
