@@ -153,7 +153,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         if name in self.element_params:
             ndim, element = self.element_params[name]
             if ndim == "value":
-                return self.value_param(name, element, arg, uses)
+                return self.value_param(name, element, arg)
             self.elements[name] = element   # accesses check their index count
             self.array_ndims[name] = ndim
             return (S.Param(name, is_array=True, ndim=ndim + len(element.shape),
@@ -162,7 +162,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
             return (S.Param(name, is_array=True, ndim=ndim_of(uses, name), span=span),)
         return (S.Param(name, span=span),)
 
-    def value_param(self, name: str, element, arg: ast.arg, uses) -> tuple:
+    def value_param(self, name: str, element, arg: ast.arg) -> tuple:
         names = tuple(self.names.fresh(f"{name}_{k}") for k in range(element.count))
         self.vector_locals[name] = VectorLocal(element.kind, element.shape, names)
         self.value_params.add(name)
