@@ -268,10 +268,10 @@ class Kernel:
             return
         params = (template.lowered.epilogue if epilogue else template.lowered.kernel).params
         varying = set()
-        for k, values in enumerate(zip(*seen)):   # each parameter's baked values
+        for k, baked in enumerate(zip(*seen)):   # each parameter's baked values
             dims = template.baked_dims(params[k].name)
             varying |= {(params[k].name, d) for j, d in enumerate(dims)
-                        if len({v[j] for v in values}) > 1}
+                        if len({v[j] for v in baked}) > 1}
         template.history.clear()
         self._moved |= varying
         # every template of the kernel that reads those extents moves them too:
