@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from ...ir import expressions as E
+from ...ir.passes.resolve import extent_param
 from ...ir.statements import Function, ParallelFor
 from ...types import i64
 from ..identifiers import kernel_entry_name
@@ -82,6 +84,7 @@ def _body_function(module: ir.Module, fn: Function) -> ir.Function:
         em.declare_local(name, dtype)
     loop_args = function.args[len(fn.params):]
     start, end, extents = loop_args[0], loop_args[1], loop_args[2:]
+    _assume_chunk_within_length(em, fn, function, start, end)
     for var in fn.parallel_for.vars:
         em.declare_local(var, i64)
     for stmt in fn.body:
@@ -91,6 +94,25 @@ def _body_function(module: ir.Module, fn: Function) -> ir.Function:
             emit_block((stmt,), em)
     em.builder.ret_void()
     return function
+
+
+def _assume_chunk_within_length(em, fn: Function, function, start, end) -> None:
+    """Where the loop runs over ``range(len(a))`` and the body reads ``len(a)``
+    at run time (a hidden parameter), tell LLVM the chunk lies within it: the
+    bound then relates to ``(i + 1) % len(a)``, which becomes a compare, as
+    with a loop bound LLVM sees (the launch makes ``end <= len(a)`` true)."""
+    first = fn.parallel_for.extents[0]
+    if not isinstance(first, E.DimSize):
+        return
+    name = extent_param(first.array, first.dim)
+    for p, arg in zip(fn.params, function.args):
+        if p.name == name:
+            assume = em.module.globals.get("llvm.assume") or ir.Function(
+                em.module, ir.FunctionType(VOID, [ir.IntType(1)]), name="llvm.assume")
+            b = em.builder
+            b.call(assume, [b.icmp_signed("<=", end, arg)])
+            b.call(assume, [b.icmp_signed(">=", start, ir.Constant(I64, 0))])
+            return
 
 
 def _entry_function(module, name, fields, body: ir.Function, n_params: int) -> None:
