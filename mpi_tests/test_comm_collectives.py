@@ -8,7 +8,7 @@ tree of global ids, so it cannot depend on the layout.
 
 import numpy as np
 import tack
-from commtest import blocks_for, layouts, main
+from commtest import blocks_for, layouts, main, raises
 
 OPS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 
@@ -163,6 +163,40 @@ def test_all_gather_every_block(comm, rng):
                 value = value.numpy() if "array" in name else value
                 same_bits(value, host[g], f"{name} {counts} block {g}")
             world.free()
+
+
+def test_all_gather_of_arrays_of_different_lengths(comm, rng):
+    """Each block's particles: arrays that differ in their first extent (none
+    at all on some blocks), one dtype and row shape."""
+    total = 5
+    counts = [int(rng.integers(0, 7)) for _ in range(total)]   # the same on every rank
+    host = {g: rng.standard_normal((counts[g], 3)) for g in range(total)}
+    for layout in layouts(comm.Get_size(), total):
+        blocks, world = blocks_for(comm, layout)
+        mine = {g: tack.array(host[g]) for g in blocks.local}
+        got = blocks.all_gather(mine)
+        assert list(got) == list(range(total))
+        for g, value in got.items():
+            np.testing.assert_array_equal(value.numpy(), host[g], f"{layout} block {g}")
+        vectors = {g: tack.array(host[g], dtype=tack.vec3(dtype=tack.f64))
+                   for g in blocks.local}
+        got = blocks.all_gather(vectors)
+        for g, value in got.items():
+            assert value.dtype == tack.vec3(dtype=tack.f64) and value.shape == (counts[g],)
+            np.testing.assert_array_equal(value.numpy(), host[g])
+        world.free()
+
+
+def test_all_gather_refuses_rows_of_different_shapes(comm, rng):
+    """The first extent is free; the rest of the shape is not."""
+    blocks, world = blocks_for(comm, [2] * comm.Get_size())
+    values = {g: tack.zeros((4, 3 if g == 0 else 2), tack.f64) for g in blocks.local}
+    if comm.Get_rank() == 0:    # block 0's rows differ from block 1's, on this rank
+        raises(TypeError, "Blocks.all_gather(): the values differ in type or shape "
+               "between blocks", blocks.all_gather, values)
+    else:
+        raises(TypeError, "Blocks.all_gather()", blocks.all_gather, values)
+    world.free()
 
 
 def test_one_block_and_no_blocks(comm, rng):

@@ -117,7 +117,8 @@ class Blocks:
     def all_gather(self, values: dict) -> dict:
         """``{gid: value}`` for every block of the world, in order of global id.
 
-        Values as for :meth:`all_reduce`; arrays from other ranks arrive as new
+        Values as for :meth:`all_reduce`, but arrays may differ in their first
+        extent (each block's particles); arrays from other ranks arrive as new
         arrays on this rank's first block's device (or the default device).
         """
         return collectives.all_gather(self, values)

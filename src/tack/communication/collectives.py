@@ -26,11 +26,12 @@ def _levels(count: int) -> int:
     return max(0, (count - 1).bit_length())
 
 
-def _begin(blocks, call: str, values, op: str):
-    """Check locally, agree on the kind, return ``(kind, host values)``."""
+def _begin(blocks, call: str, values, op: str, lengths: bool = False):
+    """Check locally, agree on the kind, return ``(kind, host values)``
+    (``lengths``: arrays may differ in their first extent)."""
     def check():
         V.require_op(call, op)
-        return V.local_values(blocks, call, values)
+        return V.local_values(blocks, call, values, lengths)
     checked, error = fault(check)
     kind = None if error else checked[0]
     blocks.world.agree(call, error, [(kind, TypeError, f"{call}: the values' type or "
@@ -173,7 +174,7 @@ def _downsweep(blocks, kind, nodes: dict, op: str) -> dict:
 
 def all_gather(blocks, values) -> dict:
     call = "Blocks.all_gather()"
-    kind, host = _begin(blocks, call, values, "sum")
+    kind, host = _begin(blocks, call, values, "sum", lengths=True)
     kind = _kind_everywhere(blocks, kind)
     world = blocks.world
     device = V.result_device(blocks)

@@ -58,8 +58,18 @@ def kind_of(call: str, gid: int, value) -> tuple:
                     f"or a tack.Array, not {type(value).__name__}")
 
 
-def local_values(blocks, call: str, values) -> tuple:
-    """``(kind or None, {gid: host values})`` for this rank's blocks, checked."""
+def any_length(kind) -> tuple:
+    """``kind`` with an array's first extent left open (``None``): what
+    ``all_gather``'s blocks must agree on, their lengths free."""
+    if kind[0] == "array" and kind[2]:
+        return kind[:2] + ((None,) + kind[2][1:],)
+    return kind
+
+
+def local_values(blocks, call: str, values, lengths: bool = False) -> tuple:
+    """``(kind or None, {gid: host values})`` for this rank's blocks, checked
+    (``lengths``: arrays may differ in their first extent; the kind leaves it
+    open)."""
     if not isinstance(values, dict):
         raise TypeError(f"{call} takes a dict of block ids to values, not "
                         f"{type(values).__name__}")
@@ -69,6 +79,8 @@ def local_values(blocks, call: str, values) -> tuple:
         if isinstance(values[gid], Array):
             require_on_device(blocks, call, f"the value of block {gid}", gid, values[gid])
         kinds[gid], host[gid] = kind_of(call, gid, values[gid])
+        if lengths:
+            kinds[gid] = any_length(kinds[gid])
     distinct = sorted({describe(k) for k in kinds.values()})
     if len(distinct) > 1:
         raise TypeError(f"{call}: the values differ in type or shape between blocks: "
@@ -78,6 +90,9 @@ def local_values(blocks, call: str, values) -> tuple:
 
 
 def describe(kind) -> str:
+    if kind[0] == "array" and kind[2][:1] == (None,):
+        rest = "".join(f", {d}" for d in kind[2][1:])
+        return f"array of {kind[1]} with shape (any{rest}{',' if len(kind[2]) == 1 else ''})"
     if kind[0] == "array":
         return f"array of {kind[1]} with shape {kind[2]}"
     return {"int": "Python int", "float": "Python float"}.get(kind[0], f"NumPy {kind[-1]}")
