@@ -373,9 +373,12 @@ class Kernel:
             validate_kernel(source)   # its syntax errors come first
             raise TypeError(f"Kernel '{self.name}' expects {count} arguments, "
                             f"got {len(args)}")
-        written = written_arrays(source, source.tree, CallBindings(
-            self.fn, source.tree, expanded.extra if expanded is not None else None))
-        arrays = frozenset(k for k, a in enumerate(source.tree.args.args) if a.arg in written)
+        arrays = frozenset()
+        if any(values.is_value(a) for a in args):   # which of them the body uses as arrays
+            written = written_arrays(source, source.tree, CallBindings(
+                self.fn, source.tree, expanded.extra if expanded is not None else None))
+            arrays = frozenset(k for k, a in enumerate(source.tree.args.args)
+                               if a.arg in written)
         return self._template(debug, element_spec(args, arrays), expanded)
 
     def _bind(self, args, default, debug: bool, expanded=None):
