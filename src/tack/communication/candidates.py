@@ -112,14 +112,14 @@ class BoxIndex:
         rest = np.arange(len(coords))
         if home is not None and len(coords):
             lo, hi = self.lo[home], self.hi[home]
-            above, below = coords >= lo, coords <= hi
-            at_home = np.all(above & below, axis=1)
+            within = (coords >= lo) & (coords <= hi)   # per coordinate
+            at_home = np.all(within, axis=1)
             chosen[at_home] = home
             lower, deep = self._lower_meeting(home)
             if len(lower):
                 # a lower box meeting home's only on its faces holds none of its
                 # inner points: test the points on home's faces (few, if any)
-                edge = np.flatnonzero(at_home & ~np.all(above & below & (coords != lo) &
+                edge = np.flatnonzero(at_home & ~np.all(within & (coords != lo) &
                                                         (coords != hi), axis=1))
                 for h, inner in zip(lower[::-1], deep[::-1]):   # the lowest last
                     tested = np.flatnonzero(at_home) if inner else edge
