@@ -196,3 +196,38 @@ def test_f32_division_and_sqrt_are_correctly_rounded_where_the_device_can(opencl
 def divide(x, y, out):
     for i in range(len(x)):
         out[i] = x[i] / y[i]
+
+
+@tack.kernel
+def powers_of(x, out):
+    for i in range(len(x)):
+        out[i, 0] = x[i] ** -16
+        out[i, 1] = x[i] ** -7
+        out[i, 2] = x[i] ** -2
+        out[i, 3] = x[i] ** -1
+        out[i, 4] = x[i] ** 0
+        out[i, 5] = x[i] ** 1
+        out[i, 6] = x[i] ** 2
+        out[i, 7] = x[i] ** 3.0
+        out[i, 8] = x[i] ** 5
+        out[i, 9] = x[i] ** 12
+        out[i, 10] = x[i] ** 16
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_literal_integer_powers_have_the_cpus_bits(opencl, dtype):
+    # both multiply out the same products (a C pow call differed in the last bit)
+    rng = np.random.default_rng()
+    with np.errstate(over="ignore"):
+        x = np.concatenate([
+            rng.standard_normal(2001) * 10.0 ** rng.uniform(-40, 40, 2001),
+            rng.uniform(-3, 3, 2001),
+            [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 1e300, 1.0, -1.0],
+        ]).astype(dtype)
+    results = []
+    for device in ("cpu", opencl):
+        out = tack.zeros((len(x), 11), dtype, device=device)
+        powers_of(tack.array(x, device=device), out)
+        results.append(out.numpy())
+    bits = f"u{np.dtype(dtype).itemsize}"
+    np.testing.assert_array_equal(results[0].view(bits), results[1].view(bits))

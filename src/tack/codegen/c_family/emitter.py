@@ -28,6 +28,7 @@ from ...ir.passes.workgroups import requires_full_workgroups
 from ...ir.registry import Registry
 from ...ir.traversal import walk
 from ..identifiers import kernel_entry_name, variable_name
+from . import powers
 from .prelude import Prelude, bounds_check
 from .prints import emit_print, print_statements
 
@@ -326,6 +327,11 @@ expr.register(E.RShift)(_helper("shr"))
 
 @expr.register(E.Pow)
 def _pow(e, em):
+    k = powers.literal_exponent(e.rhs) if e.dtype.is_float else None
+    if k is not None:       # multiplied out as on the CPU, for the same bits
+        name, text = powers.power_helper(em.target, e.dtype, k)
+        em.prelude.add_text(name, text)
+        return f"{name}({c(e.lhs, em)})"
     if e.dtype.is_float:
         name = em.target.math('pow', e.dtype)
         return in_order(em, lambda lhs, rhs: f"{name}({lhs}, {rhs})", e.lhs, e.rhs)
