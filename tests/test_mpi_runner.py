@@ -30,7 +30,7 @@ MISSING = _runner().available()
 FILES = {"test_cache_bundle.py": "1,2,3,4", "test_comm_collectives.py": "1,2,3,4,6",
          "test_comm_errors.py": "1,2,3,4", "test_comm_exchange.py": "1,2,3,4",
          "test_comm_plan.py": "1,2,3,4", "test_comm_repeat.py": "1,2,3,4",
-         "test_comm_routing.py": "1,2,3,4",
+         "test_comm_redistribute.py": "1,2,3,4", "test_comm_routing.py": "1,2,3,4",
          "test_comm_sort.py": "1,2,3,4"}
 
 

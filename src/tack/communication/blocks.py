@@ -12,7 +12,7 @@ import bisect
 
 from ..runtime.device import device as _device
 from ..runtime.dlpack import export_refusal
-from . import collectives, exchange, sort, transport
+from . import collectives, exchange, redistribute, sort, transport
 from .errors import fault
 from .world import World
 
@@ -156,6 +156,24 @@ class Blocks:
             together.
         """
         return sort.sort_by_key(self, keys, values)
+
+    def redistribute(self, new: "Blocks", values: dict) -> dict:
+        """Move each block's arrays to its rank and device in another layout of
+        the same blocks (rebalancing).
+
+        Args:
+            new: a ``Blocks`` of the same world with the same number of blocks,
+                assigned to the ranks differently.
+            values: ``{gid: Array}`` or ``{gid: {name: Array}}`` for every block
+                of this rank, each on its block's device.
+
+        Returns:
+            ``{gid: value}`` for every block of ``new`` on this rank, each value
+            in the form it was given, on the block's device in ``new``: the
+            very arrays where the block stayed on a device that addresses them,
+            else copies.
+        """
+        return redistribute.redistribute(self, new, values)
 
 
 def _devices(devices, gpu_aware: bool) -> list:
