@@ -200,7 +200,7 @@ def test_shapes_whose_old_20_bit_codes_collided_differ(comm, rng):
         return
     values = {g: tack.ones(501 if bad else 450, tack.f64) for g in blocks.local}
     everywhere(comm, blocks, TypeError, "the values' type or shape differs between "
-               "ranks: ('array', 'f64', (450,)), ('array', 'f64', (501,))",
+               "ranks: array of f64 with shape (450,), array of f64 with shape (501,)",
                blocks.all_reduce, values)
     # all_gather takes arrays of different lengths (each block's own); the
     # last rank's one block has 501

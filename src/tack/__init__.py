@@ -47,7 +47,11 @@ async def sync_async() -> None:
 
 
 def __getattr__(name):
-    # The communication layer loads on first use, keeping `import tack` light.
+    # The communication layer and the algorithms load on first use, keeping
+    # `import tack` light (`tack.algorithms.sum(a)` works after `import tack`).
+    if name in ("algorithms", "communication"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:
         import importlib
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

@@ -52,6 +52,16 @@ def test_layout():
         blocks.device(3)
     with pytest.raises(ValueError, match=re.escape("block -1 is out of range")):
         blocks.rank_of(-1)
+    assert blocks.rank_of(np.int64(2)) == 0 and blocks.device(np.int32(0)) == blocks.device(0)
+
+
+@pytest.mark.parametrize("gid", ["a", None, 1.5, True])
+def test_an_id_that_is_not_an_integer_is_a_type_error(gid):
+    blocks = tack.Blocks(["cpu", "cpu"])
+    for call, method in (("rank_of", blocks.rank_of), ("device", blocks.device)):
+        with pytest.raises(TypeError, match=re.escape(
+                f"Blocks.{call}(): block ids are integers, not {type(gid).__name__}")):
+            method(gid)
 
 
 @pytest.mark.parametrize("count", [1, 2, 5, 8, 11])

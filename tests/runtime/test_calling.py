@@ -158,6 +158,15 @@ def test_a_numpy_array_for_an_array_parameter_says_how_to_wrap_it():
         store(np.zeros(3, np.int32), 1)
 
 
+@pytest.mark.parametrize("value, name", [([0, 0, 0], "list"), ((0, 0), "tuple")])
+def test_a_list_for_an_array_parameter_says_how_to_make_an_array(value, name):
+    with pytest.raises(TypeError, match=re.escape(
+            f"Kernel 'store': Unsupported argument type for parameter 'out': {name}; the "
+            f"kernel uses it as an array: make it a tack.Array first: tack.asarray(a)")
+            + "$"):
+        store(value, 1)
+
+
 def test_keyword_arguments_are_rejected():
     out = tack.full(2, 7, tack.i32)
     with pytest.raises(RuntimeError, match=re.escape(

@@ -476,3 +476,21 @@ def test_releasing_an_export_that_holds_another_export_does_not_deadlock():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=30)
     assert done.returncode == 0 and done.stdout.strip() == "released", done.stderr
+
+
+@pytest.mark.parametrize("extent, message", [
+    (-4, "the DLPack tensor has a negative extent: shape (-4,)"),
+    (2**62, "the DLPack tensor's 4611686018427387904 elements from address "),
+])
+def test_a_malformed_extent_raises_value_error(extent, message):
+    capsule = tack.ones(3).__dlpack__()
+    managed(capsule).dl_tensor.shape[0] = extent
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tack.from_dlpack(capsule)
+
+
+def test_a_negative_dimension_count_raises_value_error():
+    capsule = tack.ones(3).__dlpack__()
+    managed(capsule).dl_tensor.ndim = -1
+    with pytest.raises(ValueError, match=re.escape("the DLPack tensor has -1 dimensions")):
+        tack.from_dlpack(capsule)

@@ -317,6 +317,23 @@ def test_copyto_into_a_non_array_raises_type_error(target, name):
         tack.copyto(target, [1, 2, 3])
 
 
+@pytest.mark.parametrize("src, what", [
+    (None, "NoneType"), ("3.5", "str"), (b"1", "bytes"),
+    ([None, 1.0, 2.0], "a list holding None or strings"),
+    (("1", "2", "3"), "a tuple holding None or strings"),
+    (np.array([None] * 3), "a NumPy array of object"),
+    (np.array(["1", "2", "3"]), "a NumPy array of <U1"),
+])
+@pytest.mark.parametrize("dtype", [tack.f64, tack.i32], ids=str)
+def test_copyto_from_something_other_than_numbers_raises_type_error(src, what, dtype):
+    a = tack.full(3, 7, dtype)
+    with pytest.raises(TypeError, match=re.escape(
+            f"copyto() takes numbers as src (a scalar, a sequence, a NumPy or Tack "
+            f"array), not {what}")):
+        tack.copyto(a, src)
+    assert a.numpy().tolist() == [7, 7, 7]
+
+
 # -- concat -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [tack.i8, tack.u64, tack.f32, tack.f64], ids=str)

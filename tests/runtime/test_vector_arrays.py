@@ -112,6 +112,15 @@ def test_full_with_a_sequence_needs_an_element_dtype():
         tack.full(3, np.zeros(4))
 
 
+@pytest.mark.parametrize("given", [tack.f64, np.float64, np.dtype("f4"), tack.vec2()],
+                         ids=["tack.f64", "np.float64", "np.dtype", "tack.vec2()"])
+def test_an_element_type_given_as_a_component_says_to_use_the_keyword(given):
+    with pytest.raises(TypeError, match=re.escape(
+            "tack.vec3() takes numbers as its components; its component type is a "
+            "keyword: tack.vec3(dtype=tack.f64)")):
+        tack.vec3(given)
+
+
 @pytest.mark.parametrize("name", sorted(ELEMENTS))
 @pytest.mark.parametrize("shape", [(0,), (1,), (5,), (3, 1, 2)])
 @pytest.mark.parametrize("scalar", [tack.f32, tack.i64], ids=str)

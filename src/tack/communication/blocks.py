@@ -13,7 +13,7 @@ import bisect
 from ..runtime.device import device as _device
 from ..runtime.dlpack import export_refusal
 from . import collectives, exchange, redistribute, sort, transport
-from .errors import fault
+from .errors import fault, integer_gid
 from .world import World
 
 
@@ -52,6 +52,8 @@ class Blocks:
     # -- layout ---------------------------------------------------------------------
     def rank_of(self, gid: int) -> int:
         """The rank that holds block ``gid``."""
+        if type(gid) is not int:
+            gid = integer_gid("Blocks.rank_of()", gid)
         if not 0 <= gid < self.count:
             raise ValueError(f"block {gid} is out of range: the world has "
                              f"{self.count} blocks (ids 0 to {self.count - 1})")
@@ -64,6 +66,8 @@ class Blocks:
 
     def device(self, gid: int):
         """The device of this rank's block ``gid``."""
+        if type(gid) is not int:
+            gid = integer_gid("Blocks.device()", gid)
         if gid not in self.local:
             self.rank_of(gid)  # out of range: ValueError
             raise ValueError(f"block {gid} belongs to rank {self.rank_of(gid)}, not to "
@@ -129,7 +133,8 @@ class Blocks:
         Args:
             bounds: ``{gid: (lo, hi)}`` for every block of this rank, ``lo`` and
                 ``hi`` sequences of one length on every block.
-            margin: how far the boxes grow on every side before the test.
+            margin: how far the other blocks' boxes grow on every side before
+                the test (blocks link when the gap between them is at most this).
 
         Returns:
             ``{gid: [other gids whose boxes, grown by margin, meet this block's]}``

@@ -35,7 +35,7 @@ def _begin(blocks, call: str, values, op: str, lengths: bool = False):
     checked, error = fault(check)
     kind = None if error else checked[0]
     blocks.world.agree(call, error, [(kind, TypeError, f"{call}: the values' type or "
-                                                        f"shape"),
+                                                        f"shape", V.describe),
                                      (None if error else op, ValueError, f"{call}: op"),
                                      the_blocks(blocks, call)])
     return checked

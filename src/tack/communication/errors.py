@@ -99,6 +99,19 @@ def require_dict(call: str, what: str, value) -> dict:
 
 def require_gid(blocks, call: str, gid, local: bool = True) -> int:
     """``gid`` as an int: a global id, and this rank's when ``local``."""
+    gid = integer_gid(call, gid)
+    if not 0 <= gid < blocks.count:
+        raise ValueError(f"{call}: block {gid} is out of range: the world has "
+                         f"{blocks.count} blocks (ids 0 to {blocks.count - 1})")
+    if local and gid not in blocks.local:
+        raise ValueError(f"{call}: block {gid} belongs to rank {blocks.rank_of(gid)}, "
+                         f"not to this rank ({blocks.world.rank}), whose blocks are "
+                         f"{_ids(blocks.local)}")
+    return gid
+
+
+def integer_gid(call: str, gid) -> int:
+    """``gid`` as an int (a NumPy integer too), else ``TypeError``."""
     if isinstance(gid, (bool, np.bool_)):
         raise TypeError(f"{call}: block ids are integers, not {type(gid).__name__}")
     if not isinstance(gid, int):
@@ -107,13 +120,6 @@ def require_gid(blocks, call: str, gid, local: bool = True) -> int:
         except TypeError:
             raise TypeError(f"{call}: block ids are integers, not "
                             f"{type(gid).__name__}") from None
-    if not 0 <= gid < blocks.count:
-        raise ValueError(f"{call}: block {gid} is out of range: the world has "
-                         f"{blocks.count} blocks (ids 0 to {blocks.count - 1})")
-    if local and gid not in blocks.local:
-        raise ValueError(f"{call}: block {gid} belongs to rank {blocks.rank_of(gid)}, "
-                         f"not to this rank ({blocks.world.rank}), whose blocks are "
-                         f"{_ids(blocks.local)}")
     return gid
 
 

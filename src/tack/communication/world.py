@@ -198,7 +198,9 @@ class World:
         Args:
             operation: the call's name; every rank must be in the same call.
             error: the exception this rank found before communicating, or None.
-            fields: up to ``MAX_FIELDS`` tuples ``(value, exc_type, what)``;
+            fields: up to ``MAX_FIELDS`` tuples ``(value, exc_type, what)`` or
+                ``(value, exc_type, what, show)``, ``show`` spelling a value in
+                the message (default ``repr``);
                 ``value`` (None where this rank has none) must be equal on every
                 rank, else every rank raises ``exc_type`` naming ``what``.
             count: a number summed over the ranks.
@@ -300,10 +302,11 @@ class World:
         if total[0]:
             faults = self.allgather(None if error is None else error_record(error))
             raise agreed_error(error, faults)
-        for i, (value, exc_type, what) in enumerate(fields, start=1):
+        for i, (value, exc_type, what, *show) in enumerate(fields, start=1):
             if not _code_equal(total, i):
                 values = self.allgather(value)
-                seen = sorted({repr(x) for x in values if x is not None})
+                seen = sorted({(show[0] if show else repr)(x) for x in values
+                               if x is not None})
                 raise exc_type(f"{what} differs between ranks: {', '.join(seen)}")
         return total[1], hit
 
@@ -364,7 +367,7 @@ class World:
         (kept for the operations and values seen)."""
         try:
             if key is None:
-                key = (operation,) + tuple([(type(v), v) for v, _, _ in fields]) \
+                key = (operation,) + tuple([(type(f[0]), f[0]) for f in fields]) \
                     if fields else operation
             tail = self._tails.get(key)
         except TypeError:              # a value that cannot be a key
@@ -372,7 +375,7 @@ class World:
         if tail is None:
             tail = []
             for codes in [self._code(operation)] + [None if v is None else field_codes(v)
-                                                    for v, _, _ in fields]:
+                                                    for v, *_ in fields]:
                 tail += (0,) * 6 if codes is None else \
                     (1, codes[0], codes[0] ** 2, 1, codes[1], codes[1] ** 2)
             tail += [0] * (self._vector.size - _SLOTS - 3 - len(tail))

@@ -194,6 +194,9 @@ def classify(kernel_name: str, params, args) -> tuple:
                             f"{np.shape(a)} and dtype {a.dtype})")
             elif type(a) in (tuple, list) and not param.is_array:
                 hint = f"; a vector or matrix value is {VALUES}"
+            elif type(a) in (tuple, list):
+                hint = ("; the kernel uses it as an array: make it a tack.Array first: "
+                        "tack.asarray(a)")
             raise TypeError(f"Kernel '{kernel_name}': Unsupported argument type for "
                             f"parameter '{param.name}': {_type_name(a)}{hint}")
         specs.append(kind)

@@ -11,6 +11,7 @@ the producer's deleter exactly once.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 
 from .. import types as T
@@ -291,7 +292,15 @@ def _check(tensor: DLTensor) -> tuple:
     if dtype is None:
         raise TypeError(f"DLPack dtype (code {tensor.dtype.code}, {tensor.dtype.bits} "
                         f"bits) has no Tack type")
+    if tensor.ndim < 0:
+        raise ValueError(f"the DLPack tensor has {tensor.ndim} dimensions")
     shape = tuple(tensor.shape[k] for k in range(tensor.ndim))
+    if any(extent < 0 for extent in shape):
+        raise ValueError(f"the DLPack tensor has a negative extent: shape {shape}")
+    start = (tensor.data or 0) + tensor.byte_offset
+    if start + math.prod(shape) * dtype.itemsize > 2**64:
+        raise ValueError(f"the DLPack tensor's {math.prod(shape)} elements from address "
+                         f"{start} do not fit in 0 .. 2**64 - 1")
     if tensor.strides and 0 not in shape:  # an empty tensor's strides say nothing
         expected, step = [], 1
         for extent in reversed(shape):

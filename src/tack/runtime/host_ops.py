@@ -44,7 +44,11 @@ def copyto(a, src) -> None:
             src = src.copy()   # partly overlapping: a would change src unread
         on_device(a.device, copy_convert, src._scalars(), a._scalars())
         return
-    values = np.asarray(src, dtype=a.scalar_dtype.numpy)
+    _require_numbers(src)
+    try:
+        values = np.asarray(src, dtype=a.scalar_dtype.numpy)
+    except TypeError as exc:
+        raise TypeError(f"copyto() cannot convert src to {a.scalar_dtype}: {exc}") from None
     storage = a.storage_shape
     try:
         np.broadcast_shapes(values.shape, storage)
@@ -53,6 +57,27 @@ def copyto(a, src) -> None:
         raise ValueError(f"copyto() into an array whose values have shape {storage}: "
                          f"cannot broadcast shape {values.shape}") from None
     a._store(broadcast)
+
+
+def _require_numbers(src) -> None:
+    """``TypeError`` for a host ``src`` that holds something other than numbers
+    (``None`` would cast to NaN, a string would be parsed)."""
+    what = None
+    if src is None or isinstance(src, (str, bytes)):
+        what = type(src).__name__
+    elif isinstance(src, (list, tuple)):
+        try:
+            probe = np.asarray(src)
+        except ValueError:      # ragged: the conversion says so
+            probe = np.zeros(0)
+        if probe.dtype.kind in "US" or (probe.dtype.kind == "O" and any(
+                v is None or isinstance(v, (str, bytes)) for v in probe.ravel())):
+            what = f"a {type(src).__name__} holding None or strings"
+    elif isinstance(src, np.ndarray) and src.dtype.kind in "OUSV":
+        what = f"a NumPy array of {src.dtype}"
+    if what:
+        raise TypeError(f"copyto() takes numbers as src (a scalar, a sequence, a NumPy "
+                        f"or Tack array), not {what}")
 
 
 def concat(arrays) -> Array:
