@@ -194,8 +194,7 @@ class Array:
         return values if dtype is None else values.astype(dtype, copy=False)
 
     def __getitem__(self, key):
-        if type(key) is slice and key.step is None and self._shape \
-                and not hasattr(self._buffer, "sub_buffer"):
+        if type(key) is slice and key.step is None and self._shape:
             return self._host_range(key)   # a[start:stop]: per step, in particle codes
         # a[()] of a 0-d array is the empty index: one integer per dimension.
         index = key if isinstance(key, tuple) else (key,)
@@ -305,10 +304,9 @@ class Array:
                      address=self._ptr)
 
     def _host_range(self, key: slice) -> "Array":
-        """``_range_view`` of ``a[start:stop]`` over a buffer kernels reach by
-        address, without re-deriving what the constructor derives: a row is a
-        whole number of elements, so the view's alignment, and with it the
-        signature, is this array's."""
+        """``_range_view`` of ``a[start:stop]``, without re-deriving what the
+        constructor derives: a row is a whole number of elements, so the view's
+        alignment, and with it the signature, is this array's."""
         shape = self._shape
         n = shape[0]
         start, stop, _ = key.indices(n)
@@ -346,16 +344,10 @@ class Array:
                              f"a.numpy()[::{step}], device=a.device) or index in a kernel")
         count = max(stop - start, 0)
         row = self._dtype.itemsize * math.prod(self._shape[1:])
-        buffer, address = self._buffer, self._ptr + start * row
-        if count and count < self._shape[0] and hasattr(buffer, "sub_buffer"):
-            # Kernels receive this buffer itself, not an address (OpenCL): a
-            # part of it is a sub-buffer, also from 0, so two disjoint views in
-            # one launch are two disjoint sub-buffers (OpenCL leaves a buffer
-            # used with a sub-buffer of it undefined). Its addresses count bytes
-            # from the start of the allocation.
-            buffer, address = buffer.sub_buffer(address, count * row), None
-        return Array(buffer, (count,) + self._shape[1:], self._dtype, self._device,
-                     self._writable, address=address)
+        # (an OpenCL buffer has no address: positions count bytes from the start
+        # of the allocation, which a kernel receives with the view's offset)
+        return Array(self._buffer, (count,) + self._shape[1:], self._dtype, self._device,
+                     self._writable, address=self._ptr + start * row)
 
     def reshape(self, *shape) -> "Array":
         """A view with another shape sharing this array's buffer (one extent may
@@ -586,16 +578,14 @@ def _is_int(value) -> bool:
 def shares_memory(a: Array, b: Array) -> bool:
     """Whether ``a`` and ``b`` may share a byte. Address ranges compare within
     one memory domain. OpenCL buffers have no addresses: their positions count
-    bytes from the start of their allocation (a range view's sub-buffer has its
-    allocation as ``root``), so they compare only within one allocation. An
-    empty array shares none (as in NumPy)."""
+    bytes from the start of their allocation (a range view keeps its
+    allocation's buffer), so they compare only within one allocation. An empty
+    array shares none (as in NumPy)."""
     if a._device.backend.memory_domain != b._device.backend.memory_domain:
         return False
     if a._lo == a._hi or b._lo == b._hi:
         return False
-    root_a = getattr(a._buffer, "root", a._buffer)
-    root_b = getattr(b._buffer, "root", b._buffer)
-    if root_a is not root_b and not (root_a.address and root_b.address):
+    if a._buffer is not b._buffer and not (a._buffer.address and b._buffer.address):
         return False
     return a._lo < b._hi and b._lo < a._hi
 

@@ -109,6 +109,8 @@ class CEmitter:
             params.append(f"{space} {self.type(p.dtype)}* {restrict}{self.name(p.name)}")
         inner = [f"{t.index_type} tack_extent{k}" for k in range(1, len(loop.extents))]
         params += [f"{t.index_type} tack_total"] + inner
+        if t.array_offsets:
+            params += self.offset_arrays()
         items = items_per_thread(fn, t)
         first = "tack_flat" if items == 1 else "tack_first"
         self.emit(f"{t.index_type} {first} = {t.first_id(items)};")
@@ -132,6 +134,18 @@ class CEmitter:
         body = "\n".join(self.lines)
         head = f"{t.kernel_prefix} {entry}({', '.join(params)})"
         return f"{head} {{\n{body}\n}}\n"
+
+    def offset_arrays(self) -> list:
+        """The byte-offset parameters of the array parameters, each array moved
+        by its offset first (``CTarget.array_offsets``)."""
+        t, params = self.target, []
+        arrays = [p for p in self.fn.params if p.is_array]
+        for k, p in enumerate(arrays):
+            name, pointer = self.name(p.name), f"{t.global_space} {self.type(p.dtype)}*"
+            params.append(f"{t.index_type} tack_offset{k}")
+            self.emit(f"{name} = ({pointer})(({t.global_space} char*){name} + "
+                      f"tack_offset{k});")
+        return params
 
     def parallel_body(self, loop: S.ParallelFor, items: int) -> None:
         """The loop's body for one iteration, or over ``items`` of them: a full

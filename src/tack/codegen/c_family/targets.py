@@ -34,6 +34,10 @@ class CTarget:
     header = ""
     items_per_thread = 1   # loop iterations per thread (see emitter.items_per_thread)
     restrict = ""          # the qualifier of disjoint array pointers
+    # Each array arrives as its allocation and a byte offset into it (after the
+    # extents, in parameter order): the OpenCL backend's range views, which
+    # OpenCL's sub-buffers could only start at an aligned byte.
+    array_offsets = False
 
     def type(self, dtype) -> str:
         return self.type_names[dtype]
@@ -101,7 +105,12 @@ class CTarget:
 
 
 class OpenCLTarget(CTarget):
-    """OpenCL C 1.2 (with the 64-bit atomics and fp64 extensions when present)."""
+    """OpenCL C 1.2 (with the 64-bit atomics and fp64 extensions when present);
+    ``array_offsets``: see :class:`CTarget` (the OpenCL backend's buffers;
+    Level Zero passes addresses)."""
+
+    def __init__(self, array_offsets: bool = False):
+        self.array_offsets = array_offsets
 
     name = "OpenCL"
     kernel_prefix = "__kernel void"

@@ -15,7 +15,6 @@ makes a CPU array, and ``to_device("opencl")`` copies.
 from __future__ import annotations
 
 import threading
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +35,7 @@ from .launch import make_launch
 # the count is rounded up to whole workgroups (PoCL died with SIGILL on a
 # launch of exactly 2^32 workgroups, 2^40 work-items).
 MAX_LAUNCH = ((1 << 32) - 1) * WORKGROUP
-_TARGET = OpenCLTarget()
+_TARGET = OpenCLTarget(array_offsets=True)   # range views: an allocation and an offset
 
 
 def typed_by_value(fn):
@@ -84,13 +83,15 @@ class CLBuffer:
     """Device memory: a ``cl.Buffer`` and the queue that orders its use.
 
     Kernels receive the buffer itself, so an OpenCL buffer has no address;
-    ``address`` counts bytes from the start of the allocation instead (0
-    here, the origin for a sub-buffer), which is what ``Array`` compares to
-    tell whether two views of one allocation overlap."""
+    an array's position counts bytes from the start of the allocation instead
+    (``address`` is 0), and a kernel gets it beside the buffer, which is how a
+    range view ``a[start:stop]`` starts anywhere (sub-buffers start only at the
+    device's base address alignment, and OpenCL leaves overlapping ones in one
+    launch undefined)."""
 
-    __slots__ = ("mem", "queue", "nbytes", "address", "align", "subs", "__weakref__")
+    __slots__ = ("mem", "queue", "nbytes", "address", "__weakref__")
 
-    def __init__(self, context, queue, nbytes: int, limit: int, align: int):
+    def __init__(self, context, queue, nbytes: int, limit: int):
         cl = _cl()
         if nbytes > limit:
             raise MemoryError(f"cannot allocate {nbytes} bytes on an OpenCL device: "
@@ -103,12 +104,6 @@ class CLBuffer:
         self.queue = queue
         self.nbytes = nbytes
         self.address = 0
-        self.align = align   # bytes: where a sub-buffer may start
-        self.subs = None     # (origin, nbytes) -> weak reference to its sub-buffer
-
-    @property
-    def root(self) -> "CLBuffer":
-        return self
 
     def read(self, nbytes: int, copy: bool, offset: int = 0):
         out = np.empty(nbytes, np.uint8)
@@ -121,44 +116,6 @@ class CLBuffer:
         if data.size:
             _cl().enqueue_copy(self.queue, self.mem, np.ascontiguousarray(data),
                                dst_offset=offset, is_blocking=True)
-
-    def sub_buffer(self, origin: int, nbytes: int) -> "CLSubBuffer":
-        """The ``nbytes`` at byte ``origin`` of the allocation, as a buffer a
-        kernel can receive (a range view, ``a[start:stop]``). OpenCL starts a
-        sub-buffer only at a multiple of the device's base address alignment."""
-        root = self.root
-        if origin % root.align:
-            raise ValueError(
-                f"a view of an OpenCL array must start at a multiple of {root.align} "
-                f"bytes (this device's sub-buffer alignment); this one would start "
-                f"at byte {origin} of its allocation. Start the range at such a "
-                f"multiple, or copy it: tack.array(a.numpy()[start:stop], "
-                f"device=a.device)")
-        # One sub-buffer per range while it lives: the same view twice in one
-        # launch is one buffer twice, which OpenCL allows (two overlapping
-        # sub-buffers it leaves undefined).
-        if root.subs is None:
-            root.subs = weakref.WeakValueDictionary()
-        found = root.subs.get((origin, nbytes))
-        if found is None:
-            found = root.subs[(origin, nbytes)] = CLSubBuffer(root, origin, nbytes)
-        return found
-
-
-class CLSubBuffer(CLBuffer):
-    """A range of a ``CLBuffer``'s allocation (OpenCL's sub-buffer), which
-    keeps the allocation alive."""
-
-    __slots__ = ("parent",)
-
-    def __init__(self, root: CLBuffer, origin: int, nbytes: int):
-        self.mem = root.mem.get_sub_region(origin, nbytes)
-        self.queue, self.nbytes, self.address = root.queue, nbytes, origin
-        self.align, self.parent, self.subs = root.align, root, None
-
-    @property
-    def root(self) -> CLBuffer:
-        return self.parent
 
 
 @dataclass
@@ -198,7 +155,6 @@ class OpenCLBackend(Backend):
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.context)
         self.max_buffer = self.device.max_mem_alloc_size
-        self.align = max(self.device.mem_base_addr_align // 8, 1)   # bits, in bytes
         self.memory_domain = ("opencl", index)
         extensions = self.device.extensions.split()
         fp64 = "cl_khr_fp64" in extensions
@@ -220,7 +176,7 @@ class OpenCLBackend(Backend):
                 self.device.driver_version)
 
     def allocate(self, nbytes: int) -> CLBuffer:
-        return CLBuffer(self.context, self.queue, nbytes, self.max_buffer, self.align)
+        return CLBuffer(self.context, self.queue, nbytes, self.max_buffer)
 
     def synchronize(self) -> None:
         cl = _cl()
@@ -257,8 +213,10 @@ class OpenCLBackend(Backend):
         # itself: a NumPy scalar argument costs about 6 us a launch through
         # pyopencl's generic path, a declared one a small fraction of that.
         extents = len(typed.parallel_for.extents)
+        arrays = sum(p.is_array for p in typed.params)
         kernel.set_scalar_arg_dtypes([None if p.is_array else p.dtype.numpy
-                                      for p in typed.params] + [np.int64] * extents)
+                                      for p in typed.params] + [np.int64] * extents
+                                     + [np.int64] * arrays)   # their byte offsets
         params = with_print_buffer(fn).params
         return CLProgram(source, entry, kernel, iteration_cost(typed), threading.Lock(),
                          requires_full_workgroups(typed), fn.name, print_statements(typed),

@@ -24,6 +24,7 @@ def launch_source(head, n_args: int, positions, n_extents: int, plain: bool) -> 
     lines = head + count_lines(plain, n_extents)
     values = [f"a{k}._buffer.mem" if k in positions else f"a{k}" for k in range(n_args)]
     values += ["total"] + [f"e{k}" for k in range(1, n_extents)]
+    values += [f"a{k}._ptr" for k in sorted(positions)]   # bytes into the allocation
     lines += ["    acquire()",   # a `with` block costs twice as much on Python 3.11
               "    try:",
               f"        set_args({', '.join(values)})",
