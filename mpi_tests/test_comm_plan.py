@@ -233,9 +233,11 @@ def test_self_send_reads_before_writing(comm, rng):
 
 
 
-def check_sum(comm, rng, device="cpu", gpu_aware=False):
+def check_sum(comm, rng, device="cpu", gpu_aware=False, op="sum"):
     """op="sum" over a random plan (every block to every block, repeated
-    indices), against NumPy adding in order of source block."""
+    indices), against NumPy adding in order of source block; op="copy" with
+    distinct indices per message, an element received from several source
+    blocks ending with the highest one's value."""
     size = comm.Get_size()
     counts = [1 + r % 2 for r in range(size)]
     if device == "mixed":   # odd ranks' arrays on OpenCL, even ranks' in host memory
@@ -246,9 +248,10 @@ def check_sum(comm, rng, device="cpu", gpu_aware=False):
     receives = {g: {} for g in range(total)}
     for s in range(total):      # the same plan on every rank: the seed is shared
         for d in range(total):
-            k = int(rng.integers(1, 2 * m))
+            k = int(rng.integers(1, 2 * m)) if op == "sum" else int(rng.integers(1, m))
             sends[s][d] = rng.integers(0, m, k)
-            receives[d][s] = rng.integers(0, m, k)
+            receives[d][s] = rng.integers(0, m, k) if op == "sum" else \
+                rng.permutation(m)[:k]
     host = {g: rng.standard_normal(m) for g in range(total)}
     plan = tack.Plan(blocks, {g: sends[g] for g in blocks.local},
                      {g: receives[g] for g in blocks.local})
@@ -257,8 +260,11 @@ def check_sum(comm, rng, device="cpu", gpu_aware=False):
         want = {g: host[g].copy() for g in range(total)}
         for d in range(total):
             for s in range(total):
-                np.add.at(want[d], receives[d][s], host[s][sends[s][d]])
-        plan.run(values, op="sum")
+                if op == "sum":
+                    np.add.at(want[d], receives[d][s], host[s][sends[s][d]])
+                else:
+                    want[d][receives[d][s]] = host[s][sends[s][d]]
+        plan.run(values, op=op)
         for g in blocks.local:    # bit for bit: the same order on any layout
             np.testing.assert_array_equal(values[g].numpy(), want[g],
                                           f"block {g} step {step} {counts}")
@@ -275,6 +281,19 @@ def test_sum_adds_received_elements_in_order_of_source(comm, rng):
             plan_module.WHOLE = whole
             check_sum(comm, rng, device="opencl")
             check_sum(comm, rng, device="mixed")
+        plan_module.WHOLE = 1 << 18
+
+
+def test_copy_of_an_element_from_two_sources_keeps_the_highest_source(comm, rng):
+    # the local copies were written before the received ones: the result
+    # depended on which sources shared the destination's rank
+    check_sum(comm, rng, op="copy")
+    check_sum(comm, rng, gpu_aware=True, op="copy")
+    if tack.device_count("opencl"):
+        for whole in (plan_module.WHOLE, 0):
+            plan_module.WHOLE = whole
+            check_sum(comm, rng, device="opencl", op="copy")
+            check_sum(comm, rng, device="mixed", op="copy")
         plan_module.WHOLE = 1 << 18
 
 

@@ -112,6 +112,10 @@ class Plan:
             peer = blocks.rank_of(s)
             if peer != rank:
                 self._in.setdefault(peer, []).append((d, self._receives[d, s], s))
+        # op="copy" writes the parts of an element received from several source
+        # blocks in order of source block (the last wins, on any layout)
+        self._ordered = any(_received_twice([j for (d, _), j in self._receives.items()
+                                             if d == g]) for g in blocks.local)
         self._highest = {}
         for (g, _), index in list(self._sends.items()) + list(self._receives.items()):
             if index.size:
@@ -356,6 +360,7 @@ class _State:
                 [(d, s, j, data) for d, j, data, s in self.scatters]
         self.adds = [(d, j, data) for d, s, j, data in
                      sorted(parts, key=lambda p: (p[0], p[1]))]
+        self.ordered = plan._ordered     # op="copy" takes the same order
 
     @property
     def bundle(self):
@@ -385,10 +390,10 @@ class _State:
     def complete(self, views, add: bool = False) -> None:
         """Write (or ``add``) the local copies and the received elements; wait
         for the sends."""
-        if add:
+        if add or self.ordered:
             self.requests.wait()
             for d, index, data in self.adds:
-                np.add.at(views[d][1], index, data)
+                (np.add.at if add else _put)(views[d][1], index, data)
             return
         for _, d, _, index, data in self.local:
             _put(views[d][1], index, data)
@@ -421,6 +426,7 @@ class _DirectState:
         self.into = [(peer, d, *on(d, i)) for peer, items in plan._in.items()
                      for d, i, _ in items]
         self.adds = self._adds(plan)
+        self.ordered = plan._ordered     # op="copy" takes the order of adds
         self.requests = self.messages(plan, world)
 
     def _adds(self, plan: Plan) -> list:
@@ -464,7 +470,7 @@ class _DirectState:
 
     def complete(self, views, add: bool = False) -> None:
         flat = self.flat
-        if add:
+        if add or self.ordered:
             self.requests.wait_receives()
             for d, index, data, k, adder in self.adds:
                 if k is not None:
@@ -472,7 +478,7 @@ class _DirectState:
                 elif data.device.backend.memory_domain != \
                         index.device.backend.memory_domain:
                     data = data.to_device(index.device)
-                adder(flat[d], index, data)
+                (adder if add else kernels.scatter)(flat[d], index, data)
             self.requests.wait_sends()
             return
         for _, d, _, data, index, _ in self.local:
@@ -545,6 +551,15 @@ def _put(view: np.ndarray, index: np.ndarray, data: np.ndarray) -> None:
         np.put(view, index, data, mode="clip")
     else:
         view[index] = data
+
+
+def _received_twice(indices) -> bool:
+    """Whether two of one block's receive index arrays (from different source
+    blocks) share an element."""
+    if len(indices) < 2:
+        return False
+    each = np.concatenate([np.unique(j) for j in indices])
+    return len(np.unique(each)) < len(each)
 
 
 def _pieces(buffer: np.ndarray, items) -> list:
