@@ -243,6 +243,25 @@ def test_other_shapes_and_types_are_not_values(arg):
 
 
 @tack.kernel
+def component_x(out, g):
+    for i in range(len(out)):
+        out[i] = g.x
+
+
+@pytest.mark.parametrize("arg", [np.zeros(5), 2.0, (1.0, "x", 2.0),
+                                 np.array([True, False, True])])
+def test_a_component_of_something_that_is_no_value_is_a_type_error(arg):
+    out = tack.full(3, 7.0)
+    with pytest.raises(TypeError, match=re.escape(
+            "Kernel 'component_x': Unsupported argument type for parameter 'g', which "
+            "the kernel uses as a vector ('g.x'): it was passed a number, or something "
+            "that is no vector value; pass a NumPy array, tuple or list of 2 to 4 "
+            "numbers at line")):
+        component_x(out, arg)
+    assert out.numpy().tolist() == [7.0, 7.0, 7.0]
+
+
+@tack.kernel
 def local_lengths(out):
     for i in range(len(out)):
         v = tack.vec4(1.0, 2.0, 3.0, 4.0)

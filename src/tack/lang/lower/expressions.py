@@ -140,8 +140,12 @@ class ExpressionLowering:
             hint = " (a kernel reads an array's len(a) and a.shape[k])"
         elif node.attr in ("x", "y", "z", "w") and isinstance(node.value, ast.Name) and \
                 node.value.id in getattr(self, "scalar_params", ()):
-            hint = (f" ('{node.value.id}' was passed a number, or something that is no "
-                    f"vector value: pass a NumPy array, tuple or list of 2 to 4 numbers)")
+            # the argument's mistake: a TypeError, as for other arguments
+            raise self.scope.error(TypeError, (
+                f"Unsupported argument type for parameter '{node.value.id}', which the "
+                f"kernel uses as a vector ('{node.value.id}.{node.attr}'): it was passed a "
+                f"number, or something that is no vector value; pass a NumPy array, "
+                f"tuple or list of 2 to 4 numbers"), node)
         raise self.scope.unsupported(f"attribute '{node.attr}' here{hint}", node)
 
     # -- arrays -------------------------------------------------------------------
