@@ -19,6 +19,7 @@ from .localize import localize_outer_scalars
 from .optimize import propagate_copies
 from .resolve import resolve
 from .workgroups import check_workgroups
+from .wrap import wrap_modulo
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ PIPELINE = (
         fn, rq.supports_workgroups, rq.backend_name), None),
     ("local_arrays", lambda fn, rq: check_local_arrays(fn), None),
     ("optimize", lambda fn, rq: propagate_copies(fn), "optimized"),
+    ("wrap", lambda fn, rq: wrap_modulo(fn), "optimized"),
     ("record", lambda fn, rq: fn.replace(disjoint=rq.disjoint, streaming=rq.streaming),
      None),
 )

@@ -1,0 +1,104 @@
+"""wrap: ``(i + k) % n`` over a loop ``i in [0, n)`` becomes a compare.
+
+Periodic boundaries index ``a[(i + 1) % n]`` and ``a[(i - 1) % n]`` where
+``i`` runs over ``range(n)``. With ``n`` known only at run time (an argument,
+or a length read at run time) the remainder is a division per element,
+which also keeps the loop from vectorizing. Inside the loop ``0 <= i < n``
+(so ``n >= 1``), hence for a literal ``k`` with ``|k| <= n``:
+
+* ``(i + k) % n`` is ``i + k - n`` if ``i + k >= n`` else ``i + k`` (``k >= 0``),
+* ``(i - k) % n`` is ``i - k + n`` if ``i - k < 0`` else ``i - k`` (``k >= 0``),
+
+which is what Python's ``%`` gives. ``|k| <= 1`` always satisfies ``|k| <= n``;
+a larger ``k`` keeps the remainder for arrays shorter than ``|k|`` (a test
+of ``n`` the loop does not change). On the CPU a periodic stencil ran 3.5
+times as fast that way (4M f64). The pass rewrites only the parallel loop's
+own variables, when nothing assigns them, and only a divisor that is the
+variable's extent: the same scalar parameter, or the hidden parameter that
+holds an array's extent at run time. A length baked into the variant is a
+constant divisor, which LLVM turns into multiplications that vectorize: that
+remainder ran faster than the compares (2.7 against 3.8 ms), so it stays.
+"""
+
+from __future__ import annotations
+
+from ... import types as T
+from ..expressions import (Add, Cast, Const, DimSize, Ge, Lt, Mod, Name, Select, Sub)
+from ..statements import Function
+from ..traversal import rewrite_body
+from .names import assigned
+from .resolve import extent_param
+
+
+def wrap_modulo(fn: Function) -> Function:
+    loop = fn.parallel_for
+    counts = assigned(fn.body)
+    extents = {v: e for v, e in zip(loop.vars, loop.extents) if v not in counts}
+    if not extents:
+        return fn
+
+    # scalar parameters whose join with the i64 loop variable is i64
+    wide = {p.name for p in fn.params if not p.is_array and p.dtype.is_int
+            and (p.dtype.is_signed or p.dtype.bits < 64)}
+
+    def visit(node):
+        if isinstance(node, Mod):
+            found = _offset(node.lhs, extents)
+            if found is None:
+                return node
+            extent, k = extents[found[0]], found[1]
+            if _is_extent(node.rhs, extent, counts, wide):
+                return _wrapped(node, k, guard=abs(k) > 1)
+        return node
+
+    body = tuple(s if s is not loop else
+                 s.replace(body=rewrite_body(s.body, visit)) for s in fn.body)
+    return fn.replace(body=body)
+
+
+def _offset(e, extents):
+    """``(variable, k)`` when ``e`` is a loop variable plus a literal integer."""
+    if isinstance(e, Name) and e.id in extents:
+        return e.id, 0
+    if isinstance(e, (Add, Sub)):
+        a, b = e.lhs, e.rhs
+        if isinstance(e, Add) and isinstance(a, Const):
+            a, b = b, a
+        if isinstance(a, Name) and a.id in extents and isinstance(b, Const) and \
+                type(b.value) is int:
+            return a.id, b.value if isinstance(e, Add) else -b.value
+    return None
+
+
+def _core(e):
+    """``e`` without a conversion to i64 (an i32 argument's widening)."""
+    if isinstance(e, Cast) and e.to == T.i64:
+        return e.operand
+    return e
+
+
+def _is_extent(divisor, extent, counts, wide) -> bool:
+    """Whether ``divisor`` is the loop extent ``extent``, read unchanged, so
+    that the remainder is an i64's (``wide``: the integer parameters whose
+    join with i64 is i64; the hidden extents are i64)."""
+    extent = _core(extent)
+    if isinstance(extent, DimSize):
+        return isinstance(divisor, Name) and divisor.id == extent_param(extent.array,
+                                                                        extent.dim)
+    i64 = (isinstance(divisor, Cast) and divisor.to == T.i64) or \
+        (isinstance(divisor, Name) and divisor.id in wide)
+    return i64 and isinstance(extent, Name) and extent.id not in counts and \
+        _core(divisor) == extent
+
+
+def _wrapped(node: Mod, k: int, guard: bool):
+    """The compare form of ``node`` (``x % n`` with ``x = i + k``); ``guard``:
+    keep the remainder for ``n < |k|``."""
+    x, n = node.lhs, node.rhs
+    if k == 0:
+        return x
+    if k > 0:
+        fast = Select(Ge(x, n), Sub(x, n), x)
+    else:
+        fast = Select(Lt(x, Const(0)), Add(x, n), x)
+    return Select(Ge(n, Const(abs(k))), fast, node) if guard else fast

@@ -1,0 +1,108 @@
+"""``(i + k) % n`` over ``i in range(n)`` as a compare (ir/passes/wrap.py).
+
+Checked against NumPy's ``%`` at sizes 0, 1, 2, 3 and odd ones, for offsets
+from -3 to 3 (past ``n`` too, where the remainder stays for ``|k| > 1``), with
+``n`` an argument, a length baked into the variant (left to LLVM) and a
+length read at run time; the IR shows which form each variant has. Part of the backend suites.
+"""
+
+import numpy as np
+
+import tack
+
+SIZES = (0, 1, 2, 3, 7, 100, 1001)
+
+
+@tack.kernel
+def offsets_by_argument(out, n):
+    for i in range(n):
+        out[i, 0] = (i - 3) % n
+        out[i, 1] = (i - 2) % n
+        out[i, 2] = (i - 1) % n
+        out[i, 3] = i % n
+        out[i, 4] = (i + 1) % n
+        out[i, 5] = (1 + i) % n
+        out[i, 6] = (i + 2) % n
+        out[i, 7] = (i + 3) % n
+
+
+def _want(n: int) -> np.ndarray:
+    i = np.arange(n, dtype=np.int64)[:, None]
+    k = np.array([-3, -2, -1, 0, 1, 1, 2, 3])
+    return (i + k) % n if n else np.zeros((0, 8), np.int64)
+
+
+def test_offsets_of_a_loop_over_an_argument(rng):
+    for n in SIZES:
+        out = tack.full((max(n, 1), 8), -1, tack.i64)
+        offsets_by_argument(out, n)
+        np.testing.assert_array_equal(out.numpy()[:n], _want(n), err_msg=f"n={n}")
+    for n in (5, np.int64(6), np.int16(4)):   # i64 and narrower arguments
+        out = tack.zeros((int(n), 8), tack.i64)
+        offsets_by_argument(out, n)
+        np.testing.assert_array_equal(out.numpy(), _want(int(n)), err_msg=f"n={n!r}")
+
+
+@tack.kernel
+def periodic_difference(a, out):
+    for i in range(len(a)):
+        out[i] = a[(i + 1) % len(a)] - a[(i - 1) % len(a)] + a[(i + 2) % len(a)]
+
+
+def test_periodic_neighbours_baked_and_read_at_run_time(rng):
+    host = rng.values(tack.f64, 1001)
+    a, out = tack.array(host), tack.zeros(1001, tack.f64)
+    for n in (1, 2, 3, 7, 8, 0, 1, 2, 100, 1001, 3, 1):   # past four: run time
+        periodic_difference(a[:n], out[:n])
+        x = host[:n]
+        want = np.roll(x, -1) - np.roll(x, 1) + np.roll(x, -2)
+        np.testing.assert_array_equal(out.numpy()[:n], want, err_msg=f"n={n} {rng!r}")
+    ir = tack.inspect(periodic_difference, a[:9], out[:9], mode="ir")
+    assert "__tack_shape0_a" in ir and ir.count("%") == 1   # only k = 2 keeps it, guarded
+
+
+@tack.kernel
+def periodic_baked(a, out):
+    for i in range(len(a)):
+        out[i] = a[(i + 1) % len(a)] - a[(i - 1) % len(a)] + a[(i + 2) % len(a)]
+
+
+def test_a_baked_length_keeps_its_constant_remainder(rng):
+    # LLVM makes a remainder by a constant multiplications, faster than compares
+    x = rng.values(tack.f64, 10)
+    ir = tack.inspect(periodic_baked, tack.array(x), tack.zeros(10, tack.f64), mode="ir")
+    assert ir.count("% 10:i64") == 3 and "__tack_shape" not in ir, ir
+    for n in (10, 1):
+        out = tack.zeros(n, tack.f64)
+        periodic_baked(tack.array(x[:n]), out)
+        want = np.roll(x[:n], -1) - np.roll(x[:n], 1) + np.roll(x[:n], -2)
+        np.testing.assert_array_equal(out.numpy(), want, err_msg=f"n={n} {rng!r}")
+
+
+@tack.kernel
+def grid_neighbours(u, out):
+    for i, j in tack.ndindex(u.shape[0], u.shape[1]):
+        out[i, j] = u[(i + 1) % u.shape[0], j] + u[i, (j - 1) % u.shape[1]]
+
+
+def test_both_variables_of_a_grid(rng):
+    for shape in ((1, 1), (2, 3), (5, 1), (7, 9)):
+        host = rng.values(tack.f32, shape[0] * shape[1]).reshape(shape)
+        out = tack.zeros(shape, tack.f32)
+        grid_neighbours(tack.array(host), out)
+        want = np.roll(host, -1, axis=0) + np.roll(host, 1, axis=1)
+        np.testing.assert_array_equal(out.numpy(), want, err_msg=f"{shape} {rng!r}")
+
+
+@tack.kernel
+def loop_variable_changed(out, n):
+    for i in range(n):
+        i = i * 2
+        out[i // 2] = (i + 1) % n
+
+
+def test_a_reassigned_variable_keeps_the_remainder():
+    out = tack.zeros(5, tack.i64)
+    loop_variable_changed(out, 5)
+    np.testing.assert_array_equal(out.numpy(), (np.arange(5) * 2 + 1) % 5)
+    assert "%" in tack.inspect(loop_variable_changed, out, 5, mode="ir")
