@@ -63,6 +63,8 @@ def _scalar_entry(value, dims: tuple = ()):
     kind = type(value)
     if kind in _NUMBER_TYPES:
         return _scalar_kind(value)
+    if kind is tuple or kind is list:   # a vector or matrix value (ndarray: in the key)
+        return _value_entry(value)
     # A device-class instance enters by its class's serial number, so the table
     # never keeps a class alive (see expanding.py); asked before the checks
     # below, which every warm call with such an argument would make in vain.
@@ -109,6 +111,7 @@ def signature_function(n_args: int, shape_params: frozenset):
         entries.append(f"{array} if (t := type(a{k})) is Array else "
                        f"float if t is float or t in NP_FLOATS else "
                        f"I32 if t is int and -2147483648 <= a{k} <= 2147483647 else "
+                       f"('value', a{k}.dtype.char, a{k}.shape) if t is ndarray else "
                        f"scalar(a{k}, {dims})")
     names = "".join(f"a{k}, " for k in range(n_args))
     lines = ["def key(args):",
@@ -118,7 +121,7 @@ def signature_function(n_args: int, shape_params: frozenset):
         lines.append(f"    {names}= args")
     lines.append("    return (" + "".join(f"\n        {e}," for e in entries) + ")")
     scope = {"Array": Array, "scalar": _scalar_entry, "I32": T.i32,
-             "NP_FLOATS": _NP_FLOATS}
+             "NP_FLOATS": _NP_FLOATS, "ndarray": np.ndarray}   # (_value_entry's)
     exec(compile("\n".join(lines) + "\n", "<tack signature>", "exec"), scope)
     return scope["key"]
 

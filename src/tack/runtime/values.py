@@ -132,8 +132,9 @@ class Flattening:
         for k, a in enumerate(args):
             if k not in positions:
                 parts.append(f"a{k}, ")
-            elif type(a) is np.ndarray:
-                parts.append(f"*a{k}.ravel().tolist(), ")
+            elif type(a) is np.ndarray:   # (a signature fixes the shape)
+                parts.append(f"*a{k}.tolist(), " if a.ndim == 1 else
+                             f"*a{k}.ravel().tolist(), ")
             elif len(_structure(a)) == 2:
                 parts.append(f"*[x for row in a{k} for x in row], ")
             else:
