@@ -106,3 +106,70 @@ def test_a_reassigned_variable_keeps_the_remainder():
     loop_variable_changed(out, 5)
     np.testing.assert_array_equal(out.numpy(), (np.arange(5) * 2 + 1) % 5)
     assert "%" in tack.inspect(loop_variable_changed, out, 5, mode="ir")
+
+
+@tack.kernel
+def row_neighbours(u, out, m):
+    for i in range(len(u) // m):
+        for j in range(m):
+            out[i * m + j] = u[i * m + (j + 1) % m] - u[i * m + (j - 1) % m] \
+                + u[i * m + (j + 2) % m]
+
+
+def _rows_want(host, m):
+    rows = host.reshape(-1, m)
+    return (np.roll(rows, -1, axis=1) - np.roll(rows, 1, axis=1)
+            + np.roll(rows, -2, axis=1)).reshape(-1)
+
+
+def test_a_sequential_loop_over_an_argument(rng):
+    for m in (1, 2, 3, 7, np.int64(5), np.int64(1), np.int16(3), np.uint32(4)):  # i32 all
+        host = rng.values(tack.f64, 6 * int(m))
+        out = tack.zeros(host.size, tack.f64)
+        row_neighbours(tack.array(host), out, m)
+        np.testing.assert_array_equal(out.numpy(), _rows_want(host, int(m)),
+                                      err_msg=f"m={m!r} {rng!r}")
+    u, out = tack.zeros(8, tack.f64), tack.zeros(8, tack.f64)
+    ir32 = tack.inspect(row_neighbours, u, out, 4, mode="ir")
+    assert ir32.count("%") == 1, ir32      # i32: only |k| <= 1 (j + k cannot overflow)
+    wide = tack.inspect(row_neighbours, u, out, 2**32 + 4, mode="ir")   # an i64 m
+    assert wide.count("%") == 1 and ">= 2:i64" in wide, wide   # k = 2, guarded
+    unsigned = tack.inspect(row_neighbours, u, out, 2**63 + 4, mode="ir")   # u64
+    assert unsigned.count("%") == 3, unsigned   # unsigned: j - 1 wraps, left alone
+
+
+@tack.kernel
+def columns_at_run_time(u, out):
+    for i in range(u.shape[0]):
+        for j in range(u.shape[1]):
+            out[i, j] = u[i, (j + 2) % u.shape[1]] - u[i, (j - 1) % u.shape[1]]
+
+
+def test_a_sequential_loop_over_a_length_read_at_run_time(rng):
+    for shape in ((2, 1), (3, 2), (1, 5), (4, 3), (2, 7), (3, 1), (5, 4)):
+        host = rng.values(tack.f32, shape[0] * shape[1]).reshape(shape)
+        out = tack.zeros(shape, tack.f32)
+        columns_at_run_time(tack.array(host), out)
+        want = np.roll(host, -2, axis=1) - np.roll(host, 1, axis=1)
+        np.testing.assert_array_equal(out.numpy(), want, err_msg=f"{shape} {rng!r}")
+    ir = tack.inspect(columns_at_run_time, tack.array(host), out, mode="ir")
+    assert "__tack_shape1_u" in ir and ">= 2:i64" in ir and ir.count("%") == 1, ir
+
+
+@tack.kernel
+def rows_twice(u, out, m):
+    for i in range(len(u) // m):
+        for j in range(m):
+            out[i * m + j] = u[i * m + (j + 1) % m]
+        for j in range(m):
+            out[i * m + j] = out[i * m + j] + u[i * m + (j - 1) % m]
+
+
+def test_a_variable_two_loops_define_keeps_the_remainder(rng):
+    host = rng.values(tack.f64, 12)
+    out = tack.zeros(12, tack.f64)
+    rows_twice(tack.array(host), out, 4)
+    rows = host.reshape(-1, 4)
+    want = (np.roll(rows, -1, axis=1) + np.roll(rows, 1, axis=1)).reshape(-1)
+    np.testing.assert_array_equal(out.numpy(), want, err_msg=repr(rng))
+    assert tack.inspect(rows_twice, tack.array(host), out, 4, mode="ir").count("%") == 2
