@@ -109,9 +109,6 @@ class OpenCLTarget(CTarget):
     ``array_offsets``: see :class:`CTarget` (the OpenCL backend's buffers;
     Level Zero passes addresses)."""
 
-    def __init__(self, array_offsets: bool = False):
-        self.array_offsets = array_offsets
-
     name = "OpenCL"
     kernel_prefix = "__kernel void"
     global_space = "__global"
@@ -128,6 +125,9 @@ class OpenCLTarget(CTarget):
 
     shared_space = "__local"
     barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+
+    def __init__(self, array_offsets: bool = False):
+        self.array_offsets = array_offsets
 
     def global_id(self) -> str:
         return "(long)get_global_id(0)"
