@@ -173,3 +173,23 @@ def test_a_variable_two_loops_define_keeps_the_remainder(rng):
     want = (np.roll(rows, -1, axis=1) + np.roll(rows, 1, axis=1)).reshape(-1)
     np.testing.assert_array_equal(out.numpy(), want, err_msg=repr(rng))
     assert tack.inspect(rows_twice, tack.array(host), out, 4, mode="ir").count("%") == 2
+
+
+@tack.kernel
+def large_offsets(out, n):
+    for i in range(n):
+        out[i, 0] = (i + 4294967297) % n
+        out[i, 1] = (i - 300) % n
+        out[i, 2] = (i + 2147483647) % n
+        out[i, 3] = (i - 2147483648) % n
+
+
+def test_offsets_past_the_divisors_type_keep_the_remainder():
+    # the guard n >= |k| compares in n's type (i32 here), where 2**32 + 1 wrapped
+    # and let the compare form run for n = 5
+    k = np.array([4294967297, -300, 2147483647, -2147483648])
+    for n in (1, 5, 299, 301):
+        out = tack.zeros((n, 4), tack.i64)
+        large_offsets(out, n)
+        np.testing.assert_array_equal(out.numpy(), (np.arange(n)[:, None] + k) % n,
+                                      err_msg=f"n={n}")

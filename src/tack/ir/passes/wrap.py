@@ -46,7 +46,8 @@ def wrap_modulo(fn: Function) -> Function:
         if isinstance(node, Mod):
             found = _offset(node.lhs, extents)
             if found is not None and _is_extent(node.rhs, extents[found[0]], counts,
-                                                wide):
+                                                wide) and \
+                    abs(found[1]) <= _largest(_type_of(node.rhs, params)):
                 return _wrapped(node, found[1], guard=abs(found[1]) > 1)
         return node
 
@@ -79,6 +80,18 @@ def wrap_modulo(fn: Function) -> Function:
 
 
 _SIGNED = (T.i8, T.i16, T.i32, T.i64)
+
+
+def _type_of(divisor, params):
+    """The type of a divisor ``_is_extent`` accepted (a parameter's, or a
+    conversion's)."""
+    return divisor.to if isinstance(divisor, Cast) else params[divisor.id]
+
+
+def _largest(dtype) -> int:
+    """The largest value of an integer type: the guard ``n >= |k|`` compares
+    in ``n``'s type, where a larger ``|k|`` would wrap."""
+    return (1 << (dtype.bits - 1 if dtype.is_signed else dtype.bits)) - 1
 
 
 def _is_int(e, value: int) -> bool:
