@@ -23,7 +23,7 @@ def _constructor(kind: str, shape: tuple):
         element = T.composite(kind, shape, T.as_scalar_type(dtype))
         if not components:
             return element
-        if any(isinstance(c, (type, np.dtype, T.ScalarType, T.CompositeType))
+        if any(isinstance(c, (type, np.dtype, str, T.ScalarType, T.CompositeType))
                for c in components):
             raise TypeError(f"tack.{name}() takes numbers as its components; its "
                             f"component type is a keyword: tack.{name}(dtype=tack.f64)")

@@ -55,6 +55,19 @@ def test_layout():
     assert blocks.rank_of(np.int64(2)) == 0 and blocks.device(np.int32(0)) == blocks.device(0)
 
 
+def test_first_of_checks_its_rank():
+    blocks = tack.Blocks(["cpu", "cpu"])
+    assert blocks.first_of(np.int64(1)) == 2 == blocks.count
+    with pytest.raises(ValueError, match=re.escape(
+            "Blocks.first_of(): rank 2 is out of range: the world has 1 ranks")):
+        blocks.first_of(2)
+    with pytest.raises(ValueError, match=re.escape("rank -1 is out of range")):
+        blocks.first_of(-1)
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks.first_of(): ranks are integers, not float")):
+        blocks.first_of(1.0)
+
+
 @pytest.mark.parametrize("gid", ["a", None, 1.5, True])
 def test_an_id_that_is_not_an_integer_is_a_type_error(gid):
     blocks = tack.Blocks(["cpu", "cpu"])

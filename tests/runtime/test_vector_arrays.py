@@ -112,8 +112,8 @@ def test_full_with_a_sequence_needs_an_element_dtype():
         tack.full(3, np.zeros(4))
 
 
-@pytest.mark.parametrize("given", [tack.f64, np.float64, np.dtype("f4"), tack.vec2()],
-                         ids=["tack.f64", "np.float64", "np.dtype", "tack.vec2()"])
+@pytest.mark.parametrize("given", [tack.f64, np.float64, np.dtype("f4"), tack.vec2(), "f64"],
+                         ids=["tack.f64", "np.float64", "np.dtype", "tack.vec2()", "str"])
 def test_an_element_type_given_as_a_component_says_to_use_the_keyword(given):
     with pytest.raises(TypeError, match=re.escape(
             "tack.vec3() takes numbers as its components; its component type is a "

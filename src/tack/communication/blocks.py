@@ -13,7 +13,7 @@ import bisect
 from ..runtime.device import device as _device
 from ..runtime.dlpack import export_refusal
 from . import collectives, exchange, redistribute, sort, transport
-from .errors import fault, integer_gid
+from .errors import fault, integer_gid, integer_rank
 from .world import World
 
 
@@ -61,7 +61,13 @@ class Blocks:
 
     def first_of(self, rank: int) -> int:
         """The first global id of ``rank`` (its blocks are ``first_of(rank)`` up to
-        ``first_of(rank + 1)``)."""
+        ``first_of(rank + 1)``); ``first_of(world.size)`` is ``count``."""
+        if type(rank) is not int:
+            rank = integer_rank("Blocks.first_of()", rank)
+        if not 0 <= rank <= self.world.size:
+            raise ValueError(f"Blocks.first_of(): rank {rank} is out of range: the "
+                             f"world has {self.world.size} ranks (0 to "
+                             f"{self.world.size - 1}; {self.world.size} for the end)")
         return self._offsets[rank]
 
     def device(self, gid: int):

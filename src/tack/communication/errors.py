@@ -112,15 +112,24 @@ def require_gid(blocks, call: str, gid, local: bool = True) -> int:
 
 def integer_gid(call: str, gid) -> int:
     """``gid`` as an int (a NumPy integer too), else ``TypeError``."""
-    if isinstance(gid, (bool, np.bool_)):
-        raise TypeError(f"{call}: block ids are integers, not {type(gid).__name__}")
-    if not isinstance(gid, int):
+    return _integer(call, "block ids", gid)
+
+
+def integer_rank(call: str, rank) -> int:
+    """``rank`` as an int (a NumPy integer too), else ``TypeError``."""
+    return _integer(call, "ranks", rank)
+
+
+def _integer(call: str, what: str, value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{call}: {what} are integers, not {type(value).__name__}")
+    if not isinstance(value, int):
         try:
-            gid = operator.index(gid)
+            value = operator.index(value)
         except TypeError:
-            raise TypeError(f"{call}: block ids are integers, not "
-                            f"{type(gid).__name__}") from None
-    return gid
+            raise TypeError(f"{call}: {what} are integers, not "
+                            f"{type(value).__name__}") from None
+    return value
 
 
 def require_every_local(blocks, call: str, what: str, mapping: dict) -> None:

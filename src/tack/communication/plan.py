@@ -114,8 +114,10 @@ class Plan:
                 self._in.setdefault(peer, []).append((d, self._receives[d, s], s))
         # op="copy" writes the parts of an element received from several source
         # blocks in order of source block (the last wins, on any layout)
-        self._ordered = any(_received_twice([j for (d, _), j in self._receives.items()
-                                             if d == g]) for g in blocks.local)
+        by_block = {}
+        for (d, _), j in self._receives.items():
+            by_block.setdefault(d, []).append(j)
+        self._ordered = any(_received_twice(parts) for parts in by_block.values())
         self._highest = {}
         for (g, _), index in list(self._sends.items()) + list(self._receives.items()):
             if index.size:

@@ -7,7 +7,9 @@ Each block's arrays go from its rank in the old layout to its rank in the
 new one, through the exchange's transport (``exchange.py``): one agreement,
 one ``alltoall`` of headers, then one message per rank pair (host-staged) or
 per array (GPU-aware). A block that stays on its rank keeps its arrays (the
-same objects, or copies where the new device cannot address them).
+same objects, or copies where the new device cannot address them). Small
+arrays arrive packed in one buffer per rank pair; each is copied out, so
+that a field kept for many steps holds only its own memory.
 
 A header is ``(gid, gid, name, dtype name, shape)``, as an exchange's with
 the block as both source and destination; a block's value given as a bare
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..runtime.array import Array
-from . import exchange
+from . import exchange, pairs, transport
 from .errors import (fault, require_dict, require_every_local, require_named_arrays,
                      require_on_device, the_blocks)
 
@@ -39,6 +41,8 @@ def redistribute(old, new, values) -> dict:
     channel = exchange._Channel(CALL)
     channel.receiving = exchange._receive_plan(world, world.alltoall(headers))
     received = exchange._transfer(new, outgoing, channel)
+    if not world.gpu_aware:     # a field outlives the call: no shared receive buffer
+        received = [(h, _own(a)) for h, a in received]
     result = {gid: {} for gid in new.local}
     staying = [(h, a.to_device(new.device(h[0]))) for h, a in outgoing.get(world.rank, ())]
     for (gid, _, name, _, _), array in staying + received:
@@ -47,6 +51,15 @@ def redistribute(old, new, values) -> dict:
         else:
             result[gid][name] = array
     return result
+
+
+def _own(array):
+    """``array``, or a copy where it wraps part of a packed receive buffer, which
+    it would keep alive whole (the small arrays of one rank pair share one)."""
+    if array is not None and 0 < array.nbytes < pairs.LARGE and \
+            transport.addresses_host(array.device):
+        return array.copy()
+    return array
 
 
 def _outgoing(old, new, values) -> dict:

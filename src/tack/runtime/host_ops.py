@@ -49,6 +49,9 @@ def copyto(a, src) -> None:
         values = np.asarray(src, dtype=a.scalar_dtype.numpy)
     except TypeError as exc:
         raise TypeError(f"copyto() cannot convert src to {a.scalar_dtype}: {exc}") from None
+    if values.dtype.kind == "f" and isinstance(src, (list, tuple)) and \
+            np.isnan(values).any():
+        _require_no_none(src)       # a None converts to NaN
     storage = a.storage_shape
     try:
         np.broadcast_shapes(values.shape, storage)
@@ -60,24 +63,36 @@ def copyto(a, src) -> None:
 
 
 def _require_numbers(src) -> None:
-    """``TypeError`` for a host ``src`` that holds something other than numbers
-    (``None`` would cast to NaN, a string would be parsed)."""
+    """``TypeError`` for a host ``src`` that is no number (``None`` would cast to
+    NaN, a string would be parsed): checked whole for NumPy arrays, by the first
+    element for sequences (converting a list twice would double the cost of
+    the copy; a ``None`` among numbers is found by its NaN, see ``copyto``)."""
     what = None
+    first = src
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
     if src is None or isinstance(src, (str, bytes)):
         what = type(src).__name__
-    elif isinstance(src, (list, tuple)):
-        try:
-            probe = np.asarray(src)
-        except ValueError:      # ragged: the conversion says so
-            probe = np.zeros(0)
-        if probe.dtype.kind in "US" or (probe.dtype.kind == "O" and any(
-                v is None or isinstance(v, (str, bytes)) for v in probe.ravel())):
-            what = f"a {type(src).__name__} holding None or strings"
+    elif first is None or isinstance(first, (str, bytes)):
+        what = f"a {type(src).__name__} holding None or strings"
     elif isinstance(src, np.ndarray) and src.dtype.kind in "OUSV":
         what = f"a NumPy array of {src.dtype}"
     if what:
-        raise TypeError(f"copyto() takes numbers as src (a scalar, a sequence, a NumPy "
-                        f"or Tack array), not {what}")
+        _refuse(what)
+
+
+def _require_no_none(src) -> None:
+    try:
+        held = np.asarray(src, dtype=object).ravel()
+    except ValueError:          # ragged: the conversion already said so
+        return
+    if any(v is None for v in held):
+        _refuse(f"a {type(src).__name__} holding None or strings")
+
+
+def _refuse(what: str):
+    raise TypeError(f"copyto() takes numbers as src (a scalar, a sequence, a NumPy or "
+                    f"Tack array), not {what}")
 
 
 def concat(arrays) -> Array:
