@@ -193,3 +193,28 @@ def test_offsets_past_the_divisors_type_keep_the_remainder():
         large_offsets(out, n)
         np.testing.assert_array_equal(out.numpy(), (np.arange(n)[:, None] + k) % n,
                                       err_msg=f"n={n}")
+
+
+@tack.kernel
+def c_style(out, n):
+    for i in range(n):
+        out[i, 0] = (i + n - 1) % n
+        out[i, 1] = (i - 1 + n) % n
+        out[i, 2] = (n + i - 3) % n
+        out[i, 3] = (i + n) % n
+        out[i, 4] = (i + n + 1) % n      # past 2n: the remainder stays
+        out[i, 5] = (i + 1 + 1) % n
+        out[i, 6] = (i - n) % n           # not the pattern: the remainder stays
+        out[i, 7] = (i + i) % n
+
+
+def test_the_c_spelling_that_adds_n_first():
+    for n in (1, 2, 3, 5, 17):
+        out = tack.zeros((n, 8), tack.i64)
+        c_style(out, n)
+        i = np.arange(n)
+        want = np.stack([(i + n - 1) % n, (i - 1 + n) % n, (n + i - 3) % n, (i + n) % n,
+                         (i + n + 1) % n, (i + 2) % n, (i - n) % n, (2 * i) % n], axis=1)
+        np.testing.assert_array_equal(out.numpy(), want, err_msg=f"n={n}")
+    ir = tack.inspect(c_style, tack.zeros((5, 8), tack.i64), 5, mode="ir")
+    assert ir.count("%") == 5, ir   # the guarded k = -3 and k = 2, and the three others

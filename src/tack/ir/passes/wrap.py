@@ -9,7 +9,8 @@ which also keeps the loop from vectorizing. Inside the loop ``0 <= i < n``
 * ``(i + k) % n`` is ``i + k - n`` if ``i + k >= n`` else ``i + k`` (``k >= 0``),
 * ``(i - k) % n`` is ``i - k + n`` if ``i - k < 0`` else ``i - k`` (``k >= 0``),
 
-which is what Python's ``%`` gives. ``|k| <= 1`` always satisfies ``|k| <= n``;
+which is what Python's ``%`` gives; and C's spelling of the second,
+``(i + n - k) % n``, is ``i + n - k - n`` if ``i + n - k >= n`` else itself. ``|k| <= 1`` always satisfies ``|k| <= n``;
 a larger ``k`` keeps the remainder for arrays shorter than ``|k|`` (a test
 of ``n`` the loop does not change). On the CPU a periodic difference over
 4M f64 (``benchmarks/periodic.py``) ran in 2.8 ms instead of 10.2 with a
@@ -45,11 +46,11 @@ def wrap_modulo(fn: Function) -> Function:
 
     def in_parallel_loop(node):
         if isinstance(node, Mod):
-            found = _offset(node.lhs, extents)
+            found = _offset(node.lhs, extents, node.rhs)
             if found is not None and _is_extent(node.rhs, extents[found[0]], counts,
                                                 wide) and \
-                    abs(found[1]) <= _largest(_type_of(node.rhs, params)):
-                return _wrapped(node, found[1], guard=abs(found[1]) > 1)
+                    abs(found[1][0]) <= _largest(_type_of(node.rhs, params)):
+                return _wrapped(node, *found[1])
         return node
 
     def sequential(node):
@@ -65,9 +66,10 @@ def wrap_modulo(fn: Function) -> Function:
 
         def visit(e):
             if isinstance(e, Mod) and _core(e.rhs) == stop:
-                found = _offset(e.lhs, {node.var: stop})
-                if found is not None and (abs(found[1]) <= 1 or wide_var):
-                    return _wrapped(e, found[1], guard=abs(found[1]) > 1)
+                found = _offset(e.lhs, {node.var: stop}, stop)
+                if found is not None and ((abs(found[1][0]) <= 1 and not found[1][1])
+                                          or wide_var):
+                    return _wrapped(e, *found[1])
             return e
         return node.replace(body=rewrite_body(node.body, visit))
 
@@ -99,18 +101,37 @@ def _is_int(e, value: int) -> bool:
     return isinstance(e, Const) and type(e.value) is int and e.value == value
 
 
-def _offset(e, extents):
-    """``(variable, k)`` when ``e`` is a loop variable plus a literal integer."""
-    if isinstance(e, Name) and e.id in extents:
-        return e.id, 0
-    if isinstance(e, (Add, Sub)):
-        a, b = e.lhs, e.rhs
-        if isinstance(e, Add) and isinstance(a, Const):
-            a, b = b, a
-        if isinstance(a, Name) and a.id in extents and isinstance(b, Const) and \
-                type(b.value) is int and abs(b.value) <= 1 << 31:
-            return a.id, b.value if isinstance(e, Add) else -b.value
-    return None
+def _offset(e, extents, divisor):
+    """``(variable, k)`` when ``e`` is a loop variable plus literal integers (``k``
+    their sum), or plus ``divisor`` once too (C's ``(i + n - 1) % n``, kept
+    non-negative): then ``k - n``, which wraps the same way. None otherwise,
+    and for an offset past ``2**31``."""
+    terms = []
+    _terms(e, 1, terms)
+    variables = [t for sign, t in terms if isinstance(t, Name) and t.id in extents
+                 and sign == 1]
+    ns = [t for sign, t in terms if sign == 1 and _core(t) == _core(divisor)]
+    constants = [sign * t.value for sign, t in terms
+                 if isinstance(t, Const) and type(t.value) is int]
+    if len(variables) != 1 or len(ns) > 1 or \
+            len(terms) != 1 + len(ns) + len(constants):
+        return None
+    k = sum(constants)
+    if abs(k) > 1 << 31 or (ns and k > 0):   # i + n + k with k > 0 passes 2n
+        return None
+    return variables[0].id, (k, bool(ns))
+
+
+def _terms(e, sign: int, out: list) -> None:
+    """The signed terms of a sum."""
+    if isinstance(e, Add):
+        _terms(e.lhs, sign, out)
+        _terms(e.rhs, sign, out)
+    elif isinstance(e, Sub):
+        _terms(e.lhs, sign, out)
+        _terms(e.rhs, -sign, out)
+    else:
+        out.append((sign, e))
 
 
 def _core(e):
@@ -134,14 +155,15 @@ def _is_extent(divisor, extent, counts, wide) -> bool:
         _core(divisor) == extent
 
 
-def _wrapped(node: Mod, k: int, guard: bool):
-    """The compare form of ``node`` (``x % n`` with ``x = i + k``); ``guard``:
-    keep the remainder for ``n < |k|``."""
+def _wrapped(node: Mod, k: int, plus_n: bool):
+    """The compare form of ``node``, ``x % n`` with ``x = i + k`` (or ``i + n + k``,
+    ``k <= 0``, when ``plus_n``), which keeps the remainder for ``n < |k|`` where
+    ``|k| > 1``."""
     x, n = node.lhs, node.rhs
-    if k == 0:
+    if k == 0 and not plus_n:
         return x
-    if k > 0:
+    if k > 0 or plus_n:     # x in [0, 2n)
         fast = Select(Ge(x, n), Sub(x, n), x)
-    else:
+    else:                   # x in [-n, n)
         fast = Select(Lt(x, Const(0)), Add(x, n), x)
-    return Select(Ge(n, Const(abs(k))), fast, node) if guard else fast
+    return Select(Ge(n, Const(abs(k))), fast, node) if abs(k) > 1 else fast
