@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from ... import types as T
 from ...ir import expressions as E
+from ..llvm.powers import MAX_EXPONENT, chain   # the CPU's products, in order
 
-MAX_EXPONENT = 16   # codegen/llvm/powers.py: beyond this the CPU calls pow too
 
 
 def literal_exponent(node):
@@ -63,23 +63,11 @@ class _Lines:
         return name
 
 
-def _chain(n: int, base, multiply):
-    """``base ** n`` by squaring and multiplying, as ``codegen/llvm/powers.py``."""
-    result, square = None, base
-    while n:
-        if n & 1:
-            result = square if result is None else multiply(result, square)
-        n >>= 1
-        if n:
-            square = multiply(square, square)
-    return result
-
-
 def _f32(lines, k: int) -> str:
     """In double, rounded once to float."""
     wide = lines.let("double", "(double)x")
     base = lines.let("double", f"1.0 / {wide}") if k < 0 else wide
-    product = _chain(abs(k), base, lambda a, b: lines.let("double", f"{a} * {b}"))
+    product = chain(abs(k), base, lambda a, b: lines.let("double", f"{a} * {b}"))
     return f"(float){product}"
 
 
@@ -90,9 +78,9 @@ def _f64(lines, k: int, target) -> str:
     def times(a, b):
         return lines.let("double", f"{a} * {b}")
 
-    plain = _chain(abs(k), lines.let("double", "1.0 / x") if k < 0 else "x", times)
+    plain = chain(abs(k), lines.let("double", "1.0 / x") if k < 0 else "x", times)
     fma = target.math("fma", T.f64)
-    pair = _chain(abs(k), _reciprocal(lines, fma) if k < 0 else ("x", None),
+    pair = chain(abs(k), _reciprocal(lines, fma) if k < 0 else ("x", None),
                   lambda p, q: _two_product(lines, p, q, fma))
     precise = lines.let("double", f"{pair[0]} + {pair[1]}")
     magnitude = lines.let("double", f"{target.math('fabs', T.f64)}({plain})")

@@ -54,9 +54,9 @@ def integer_power(em, x, k: int):
     if x.type == ir.FloatType():
         wide = b.fpext(x, ir.DoubleType())
         base = b.fdiv(ir.Constant(wide.type, 1.0), wide) if k < 0 else wide
-        return b.fptrunc(_chain(abs(k), base, b.fmul), x.type)
-    plain = _chain(abs(k), b.fdiv(ir.Constant(x.type, 1.0), x) if k < 0 else x, b.fmul)
-    pair = _chain(abs(k), _reciprocal(em, x) if k < 0 else (x, None),
+        return b.fptrunc(chain(abs(k), base, b.fmul), x.type)
+    plain = chain(abs(k), b.fdiv(ir.Constant(x.type, 1.0), x) if k < 0 else x, b.fmul)
+    pair = chain(abs(k), _reciprocal(em, x) if k < 0 else (x, None),
                   lambda p, q: _two_product(em, p, q))
     return _unless_special(em, b.fadd(*pair), plain)
 
@@ -71,8 +71,9 @@ def _unless_special(em, precise, plain):
     return b.select(usable, precise, plain)
 
 
-def _chain(n: int, base, multiply):
-    """``base ** n`` by squaring and multiplying (``n >= 1``)."""
+def chain(n: int, base, multiply):
+    """``base ** n`` by squaring and multiplying (``n >= 1``); the C-family
+    targets spell the same order of products (``codegen/c_family/powers.py``)."""
     result, square = None, base
     while n:
         if n & 1:
@@ -149,7 +150,7 @@ def variable_integer_power(em, x, k, signed: bool):
 
 
 def _bit_power(em, x, n, negative):
-    """``x ** (±n)`` for ``n <= MAX_EXPONENT``: ``_chain``'s arithmetic, with
+    """``x ** (±n)`` for ``n <= MAX_EXPONENT``: ``chain``'s arithmetic, with
     the bits of ``n`` choosing each factor (a factor of 1 is exact)."""
     b = em.builder
     bits = [b.icmp_unsigned("!=", b.and_(n, ir.Constant(n.type, 1 << k)),
