@@ -49,26 +49,27 @@ def wrap_modulo(fn: Function) -> Function:
             found = _offset(node.lhs, extents, node.rhs)
             if found is not None and _is_extent(node.rhs, extents[found[0]], counts,
                                                 wide) and \
-                    abs(found[1][0]) <= _largest(_type_of(node.rhs, params)):
+                    abs(found[1][0]) <= _largest(_type_of(node.rhs, params)) and \
+                    _fits(found[1], _type_of(node.rhs, params) != T.i64 or
+                          _is_length(node.rhs)):
                 return _wrapped(node, *found[1])
         return node
 
     def sequential(node):
         """A ``for j in range(n)`` (``n`` a signed integer parameter) of its own:
-        its remainders by ``n``. Its ``j`` has ``n``'s type, so a narrower one
-        rewrites only ``|k| <= 1``, where ``j + k`` cannot overflow."""
+        its remainders by ``n``. Its ``j`` has ``n``'s type, where ``j + k``
+        could overflow but for an array's length (see ``_fits``)."""
         if not (isinstance(node, SeqFor) and counts.get(node.var) == 1 and
                 _is_int(node.start, 0) and _is_int(node.step, 1) and
                 isinstance(node.stop, Name) and node.stop.id not in counts and
                 params.get(node.stop.id) in _SIGNED):
             return node
-        stop, wide_var = node.stop, params[node.stop.id] == T.i64
+        stop = node.stop
 
         def visit(e):
             if isinstance(e, Mod) and _core(e.rhs) == stop:
                 found = _offset(e.lhs, {node.var: stop}, stop)
-                if found is not None and ((abs(found[1][0]) <= 1 and not found[1][1])
-                                          or wide_var):
+                if found is not None and _fits(found[1], _is_length(stop)):
                     return _wrapped(e, *found[1])
             return e
         return node.replace(body=rewrite_body(node.body, visit))
@@ -83,6 +84,21 @@ def wrap_modulo(fn: Function) -> Function:
 
 
 _SIGNED = (T.i8, T.i16, T.i32, T.i64)
+
+
+def _fits(offset, bounded: bool) -> bool:
+    """Whether ``i + k`` (and ``i + n + k``) cannot overflow, so that the compare
+    form gives what the remainder of the same sum gives: always for ``|k| <= 1``
+    (``-1 <= i + k <= n``); otherwise only where ``n`` is ``bounded``, an array's
+    length (far below 2**62) or narrower than the i64 the sum is computed in
+    (an i64 argument near 2**63, with a loop that breaks early, overflowed)."""
+    k, plus_n = offset
+    return (abs(k) <= 1 and not plus_n) or bounded
+
+
+def _is_length(divisor) -> bool:
+    """Whether ``divisor`` is the hidden parameter of an array's extent."""
+    return isinstance(divisor, Name) and divisor.id.startswith("__tack_shape")
 
 
 def _type_of(divisor, params):
