@@ -9,10 +9,11 @@ which also keeps the loop from vectorizing. Inside the loop ``0 <= i < n``
 * ``(i + k) % n`` is ``i + k - n`` if ``i + k >= n`` else ``i + k`` (``k >= 0``),
 * ``(i - k) % n`` is ``i - k + n`` if ``i - k < 0`` else ``i - k`` (``k >= 0``),
 
-which is what Python's ``%`` gives; and C's spelling of the second,
-``(i + n - k) % n``, is ``i + n - k - n`` if ``i + n - k >= n`` else itself. ``|k| <= 1`` always satisfies ``|k| <= n``;
-a larger ``k`` keeps the remainder for arrays shorter than ``|k|`` (a test
-of ``n`` the loop does not change). On the CPU a periodic difference over
+which is what Python's ``%`` gives; C's spelling of the second,
+``(i + n - k) % n``, is ``i + n - k - n`` if ``i + n - k >= n`` else itself.
+``|k| <= 1`` always satisfies ``|k| <= n``; a larger ``k`` keeps the
+remainder for arrays shorter than ``|k|`` (a test of ``n`` the loop does not
+change), and only where the sum cannot overflow (see ``_fits``). On the CPU a periodic difference over
 4M f64 (``benchmarks/periodic.py``) ran in 2.8 ms instead of 10.2 with a
 length read at run time, 3.2-3.5 instead of 12.4-12.7 with ``n`` an argument
 (Numba: 10.1-11.0). The pass rewrites the parallel loop's own
@@ -45,14 +46,15 @@ def wrap_modulo(fn: Function) -> Function:
     extents = {v: e for v, e in zip(loop.vars, loop.extents) if v not in counts}
 
     def in_parallel_loop(node):
-        if isinstance(node, Mod):
-            found = _offset(node.lhs, extents, node.rhs)
-            if found is not None and _is_extent(node.rhs, extents[found[0]], counts,
-                                                wide) and \
-                    abs(found[1][0]) <= _largest(_type_of(node.rhs, params)) and \
-                    _fits(found[1], _type_of(node.rhs, params) != T.i64 or
-                          _is_length(node.rhs)):
-                return _wrapped(node, *found[1])
+        if not isinstance(node, Mod):
+            return node
+        found = _offset(node.lhs, extents, node.rhs)
+        if found is None or not _is_extent(node.rhs, extents[found[0]], counts, wide):
+            return node
+        offset, dtype = found[1], _type_of(node.rhs, params)
+        if abs(offset[0]) <= _largest(dtype) and \
+                _fits(offset, dtype != T.i64 or _is_length(node.rhs)):
+            return _wrapped(node, *offset)
         return node
 
     def sequential(node):
@@ -97,7 +99,8 @@ def _fits(offset, bounded: bool) -> bool:
 
 
 def _is_length(divisor) -> bool:
-    """Whether ``divisor`` is the hidden parameter of an array's extent."""
+    """Whether ``divisor`` is the hidden parameter of an array's extent (named
+    by ``resolve.extent_param``)."""
     return isinstance(divisor, Name) and divisor.id.startswith("__tack_shape")
 
 
@@ -118,10 +121,10 @@ def _is_int(e, value: int) -> bool:
 
 
 def _offset(e, extents, divisor):
-    """``(variable, k)`` when ``e`` is a loop variable plus literal integers (``k``
-    their sum), or plus ``divisor`` once too (C's ``(i + n - 1) % n``, kept
-    non-negative): then ``k - n``, which wraps the same way. None otherwise,
-    and for an offset past ``2**31``."""
+    """``(variable, (k, plus_n))`` when ``e`` is a loop variable plus literal
+    integers (``k``, their sum), and ``plus_n`` when it adds ``divisor`` once
+    too (C's ``(i + n - 1) % n``, with ``k <= 0``); None otherwise, and for an
+    offset past ``2**31``."""
     terms = []
     _terms(e, 1, terms)
     variables = [t for sign, t in terms if isinstance(t, Name) and t.id in extents
