@@ -526,7 +526,7 @@ def k_start_through_a_conversion(out, n, flag):
 def test_a_start_outside_i64_is_refused_before_anything_runs(kernel, n, value):
     # The kernel adds the start in i64: where that would wrap, the host refuses.
     out = tack.full(6, -1, tack.i64)
-    message = (f"the parallel loop's range computes {value}, outside the i64 range the "
+    message = (f"Kernel '{kernel.name}': the parallel loop's range computes {value}, outside the i64 range the "
                f"kernel computes it in")
     with pytest.raises(ValueError, match=re.escape(message)):
         kernel(out, n, 0)

@@ -429,7 +429,7 @@ def k_grid_past_i64(out, n):
 def test_a_launch_count_past_i64_is_a_value_error(kernel, n, total):
     out = tack.zeros(1, tack.i64, device="cpu")
     with pytest.raises(ValueError, match=re.escape(
-            f"a launch of {total} iterations is larger than one CPU launch can index "
+            f"Kernel '{kernel.name}': a launch of {total} iterations is larger than one CPU launch can index "
             f"({2**63 - 1})")):
         kernel(out, n)
     assert out.numpy()[0] == 0

@@ -70,12 +70,12 @@ def test_name_error_passes_through_unchanged():
 def test_value_error_passes_through_unchanged():
     out = tack.full(4, 7, tack.i32)
     with pytest.raises(ValueError, match=re.escape(
-            "the parallel loop's range divides by zero")) as info:
+            "Kernel 'split_range': the parallel loop's range divides by zero")) as info:
         split_range(out, 0)
     assert type(info.value) is ValueError
     split_range(out, 2)
     with pytest.raises(ValueError, match=re.escape(
-            "the parallel loop's range divides by zero")):
+            "Kernel 'split_range': the parallel loop's range divides by zero")):
         split_range(out, 0)  # the warm path too
     assert out.numpy().tolist() == [1, 1, 7, 7]
     ro = tack.array_from_ptr(np.zeros(2, np.int32), 2, tack.i32)

@@ -284,7 +284,7 @@ def test_a_launch_past_hips_thread_limit_is_a_value_error(fake, fake_device):
         fake.arity = 3
         first_of(out, (1 << 32) - 256)        # the largest count a HIP grid takes
         with pytest.raises(ValueError, match=re.escape(
-                "a launch of 4294967296 iterations is larger than one HIP grid can "
+                "Kernel 'first_of': a launch of 4294967296 iterations is larger than one HIP grid can "
                 "index (4294967040)")):
             first_of(out, 1 << 32)
 

@@ -171,7 +171,7 @@ def test_a_launch_of_2_to_the_32_workgroups_is_refused(opencl, count):
     a = tack.zeros(1, device=opencl)
     limit = ((1 << 32) - 1) * 256
     with pytest.raises(ValueError, match=re.escape(
-            f"a launch of {count} iterations is larger than one OpenCL grid can "
+            f"Kernel 'touch_first': a launch of {count} iterations is larger than one OpenCL grid can "
             f"index ({limit})")):
         touch_first(a, count)
     assert a.numpy()[0] == 0

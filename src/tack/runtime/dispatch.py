@@ -216,7 +216,8 @@ def call_specs(kernel_name: str, fn, args) -> tuple:
     check_arguments(fn, specs)   # before the range reads array extents
     check_extent_types(kernel_name, fn, specs)
     positions = {p.name: k for k, p in enumerate(fn.params)}
-    extents = tuple(extent_evaluator(e, positions)(args) for e in fn.parallel_for.extents)
+    extents = tuple(extent_evaluator(e, positions, kernel_name)(args)
+                    for e in fn.parallel_for.extents)
     return specs, extents
 
 
@@ -251,7 +252,7 @@ def variant_mode(backend, fn, args, specs) -> int:
     written = write_only_params(fn)
     size = sum(args[positions[name]].nbytes for name in written)
     extents = fn.parallel_for.extents
-    rows = len(extents) == 1 or rows_stream(extent_evaluator(extents[-1], positions)(args),
+    rows = len(extents) == 1 or rows_stream(extent_evaluator(extents[-1], positions, fn.name)(args),
                                             *(args[positions[name]] for name in written))
     return STREAMING if written and size >= backend.streaming_bytes and rows else DISJOINT
 
@@ -326,11 +327,11 @@ class Bound:
                                positions, self.backend.specialize_disjoint,
                                result is not None, packed, streamed,
                                self.backend.streaming_bytes, hidden)
-        self.run = self.generic = compile_runner(self.source, self.programs,
+        self.run = self.generic = compile_runner(kernel.name, self.source, self.programs,
                                                  self.program, result)
         # what fused_head needs (None: this signature's runner stays plain)
         self.fusing = None if packed or result is not None else (
-            len(specs), arrays, function.parallel_for.extents, positions,
+            kernel.name, len(specs), arrays, function.parallel_for.extents, positions,
             self.backend.specialize_disjoint, hidden)
 
     def program(self, mode: int) -> BoundProgram:

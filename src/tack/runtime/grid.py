@@ -21,8 +21,8 @@ def launch_count(name: str, extents, full_workgroups: bool, limit: int, api: str
                          f"must fill whole workgroups of {WORKGROUP}: "
                          f"{total} iterations is not a multiple of {WORKGROUP}")
     if total > limit:
-        raise ValueError(f"a launch of {total} iterations is larger than one "
-                         f"{api} grid can index ({limit})")
+        raise ValueError(f"Kernel '{name}': a launch of {total} iterations is larger "
+                         f"than one {api} grid can index ({limit})")
     return total
 
 

@@ -28,19 +28,20 @@ def extent_source(expr, positions: dict, checked: bool = True) -> str:
     return text if checked else _UNCHECKED.sub(r"a\1._shape[\2]", text)
 
 
-def extent_evaluator(expr, positions: dict):
-    """``f(args) -> int`` for ``expr`` (the slow path and inspection use this)."""
+def extent_evaluator(expr, positions: dict, kernel: str):
+    """``f(args) -> int`` for ``expr`` in kernel ``kernel`` (the slow path and
+    inspection use this)."""
     names = ", ".join(f"a{k}" for k in range(max(positions.values(), default=-1) + 1))
     unpack = f"{names}, = args" if names else "pass"
     code = f"def extent(args):\n    {unpack}\n    return {extent_source(expr, positions)}"
-    scope = dict(HELPERS)
+    scope = helpers(kernel)
     exec(code, scope)
     return scope["extent"]
 
 
-def floordiv(a, b):
+def floordiv(a, b, kernel):
     if b == 0:
-        raise ValueError("the parallel loop's range divides by zero")
+        raise ValueError(f"Kernel '{kernel}': the parallel loop's range divides by zero")
     return a // b
 
 
@@ -51,15 +52,19 @@ def dim(array, k, name):
     return shape[k]
 
 
-def in_i64(value: int) -> int:
+def in_i64(value: int, kernel: str) -> int:
     if -(1 << 63) <= value < 1 << 63:
         return value
-    raise ValueError(f"the parallel loop's range computes {value}, outside the i64 "
-                     f"range the kernel computes it in")
+    raise ValueError(f"Kernel '{kernel}': the parallel loop's range computes {value}, "
+                     f"outside the i64 range the kernel computes it in")
 
 
 _UNCHECKED = re.compile(r"_dim\(a(\d+), (\d+), '[^']*'\)")
-HELPERS = {"_floordiv": floordiv, "_dim": dim, "_int": int, "_in_i64": in_i64}
+def helpers(kernel: str) -> dict:
+    """The names the evaluated source of kernel ``kernel``'s extents uses (its
+    errors name the kernel, as ``ValueError``s pass ``Kernel.__call__`` unchanged)."""
+    return {"_floordiv": lambda a, b: floordiv(a, b, kernel), "_dim": dim, "_int": int,
+            "_in_i64": lambda value: in_i64(value, kernel)}
 
 
 @_source.register(E.Const)

@@ -20,7 +20,7 @@ import threading
 
 from .. import types as T
 from ..codegen.llvm.module import POINTER
-from .host_eval import HELPERS, extent_source
+from .host_eval import extent_source, helpers
 
 _FORMATS = {T.i8: "b", T.i16: "h", T.i32: "i", T.i64: "q", T.u8: "B", T.u16: "H",
             T.u32: "I", T.u64: "Q", T.f32: "f", T.f64: "d", POINTER: "P"}
@@ -154,8 +154,8 @@ def generate(n_args: int, array_positions, extents, positions, disjoint_ok: bool
     return "\n".join(lines) + "\n"
 
 
-def fused_head(n_args: int, array_positions, extents, positions, disjoint_ok: bool,
-               hidden, mode: int, other) -> tuple:
+def fused_head(kernel: str, n_args: int, array_positions, extents, positions,
+               disjoint_ok: bool, hidden, mode: int, other) -> tuple:
     """``(lines, names)``: the head of a signature's runner with the launch of
     variant ``mode`` written in (``Backend.fused_launcher``, device backends),
     and the names it uses. It is the runner's own first lines, then a
@@ -166,23 +166,24 @@ def fused_head(n_args: int, array_positions, extents, positions, disjoint_ok: bo
     if test not in ("True", "False"):
         lines += [f"    if {'not ' if mode else ''}({test}):",
                   "        return other(args)"]
-    return lines, dict(HELPERS, other=other, disjoint=disjoint)
+    return lines, dict(helpers(kernel), other=other, disjoint=disjoint)
 
 
-def too_large(extents) -> None:
+def too_large(extents, kernel: str) -> None:
     """``ValueError`` if the launch over ``extents`` has more iterations, or an
     extent, than an i64 holds (what made the pack or the native call fail)."""
     total = 1
     for e in extents:
         total *= e
     if total > MAX_CPU_LAUNCH:
-        raise ValueError(f"a launch of {total} iterations is larger than one CPU "
-                         f"launch can index ({MAX_CPU_LAUNCH})")
+        raise ValueError(f"Kernel '{kernel}': a launch of {total} iterations is larger "
+                         f"than one CPU launch can index ({MAX_CPU_LAUNCH})")
 
 
-def compile_runner(source: str, programs, program, result):
-    scope = dict(HELPERS, rows_stream=rows_stream, disjoint=disjoint, struct=struct,
-                 too_large=too_large)
+def compile_runner(kernel: str, source: str, programs, program, result):
+    """``run(args)`` from ``source`` (``generate``) for kernel ``kernel``."""
+    scope = dict(helpers(kernel), rows_stream=rows_stream, disjoint=disjoint,
+                 struct=struct, too_large=lambda extents: too_large(extents, kernel))
     scope.update(programs=programs, program=program, result=result)
     exec(compile(source, "<tack launcher>", "exec"), scope)
     return scope["run"]
