@@ -234,6 +234,37 @@ def test_literal_integer_powers(dtype, rng):
 
 
 @tack.kernel
+def computed_exponents(a, out):
+    for i in range(len(a)):
+        out[i, 0] = a[i] ** (1 + 2)                  # folds to ** 3
+        out[i, 1] = a[i] ** (2 * 4 - 1)
+        out[i, 2] = a[i] ** -(3 * 2 - 1)
+        out[i, 3] = a[i] ** (2 - 2)
+        out[i, 4] = a[i] ** (9223372036854775807 + 1 - 9223372036854775807)  # wraps to 1
+        out[i, 5] = a[i] ** 3
+        out[i, 6] = a[i] ** 7
+        out[i, 7] = a[i] ** -5
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+def test_exponents_computed_from_literals_are_the_literal_powers(dtype, rng):
+    # x ** (1 + 2) has the bits of x ** 3 (multiplied out on every backend,
+    # where pow could be an ulp away); a sum that wraps keeps its own meaning
+    for n in SIZES:
+        a_np = rng.values(dtype, n)
+        out = zeros((n, 8), dtype)
+        computed_exponents(tack.asarray(a_np), out)
+        got = out.numpy()
+        for column, twin in ((0, 5), (1, 6), (2, 7)):
+            np.testing.assert_array_equal(got[:, column], got[:, twin], err_msg=str(rng))
+        np.testing.assert_array_equal(got[:, 3], np.ones(n, dtype.numpy))
+        np.testing.assert_array_equal(got[:, 4], a_np, err_msg=str(rng))
+    ir = tack.inspect(computed_exponents, zeros(3, dtype), zeros((3, 8), dtype), mode="ir")
+    assert "** 3.0:" in ir and "** 7.0:" in ir and "** -5.0:" in ir and "** 0.0:" in ir
+    assert "9223372036854775807:i64 + 1:i64" in ir     # wrapped: not folded
+
+
+@tack.kernel
 def integer_exponents(a, e, k, out, out_k):
     for i in range(len(a)):
         out[i] = a[i] ** e[i]

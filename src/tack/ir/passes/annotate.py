@@ -27,6 +27,7 @@ from ..statements import (
 from ..traversal import walk
 from ..verify import allocations
 from .common import kernel_error
+from .exponents import folded_exponent
 
 _typed = Registry("type annotation")
 
@@ -205,6 +206,10 @@ def _pow(e: Pow, ctx):
         raise ctx.error(f"integer power with the negative literal exponent "
                         f"{rhs.value} (write a float base, such as 2.0 ** "
                         f"{rhs.value})", e)
+    if t.dtype.is_float:
+        literal = folded_exponent(_cast(rhs, t.dtype))
+        if literal is not None:
+            return e.replace(lhs=_cast(lhs, t.dtype), rhs=literal, dtype=t.dtype), t
     return _same_type(e, lhs, rhs, t)
 
 
