@@ -97,6 +97,115 @@ def test_unary_math_within_ulp_bound(dtype, rng):
                 f"(n={n} {rng})")
 
 
+def _per_element(fn):
+    """A Python ``math`` function over a float64 array (NumPy has no ``erf``)."""
+    return lambda x: np.array([fn(float(v)) for v in x], dtype=np.float64)
+
+
+# name -> (reference, input domain, ulp bound or None for ULP_BOUND's: glibc
+# documents tgamma and lgamma within a few ulp in either type, and Python
+# computes its own gamma and lgamma)
+MORE_UNARY = {
+    "expm1": (np.expm1, (-30.0, 30.0), None),
+    "log1p": (np.log1p, (-0.9, 1e4), None),
+    "asinh": (np.arcsinh, (-1e3, 1e3), None),
+    "acosh": (np.arccosh, (1.0, 1e3), None),
+    "atanh": (np.arctanh, (-0.99, 0.99), None),
+    "erf": (_per_element(math.erf), (-4.0, 4.0), None),
+    "erfc": (_per_element(math.erfc), (-4.0, 9.0), None),
+    "cbrt": (np.cbrt, (-1e6, 1e6), None),
+    "exp2": (np.exp2, (-60.0, 60.0), None),
+    "gamma": (_per_element(math.gamma), (0.05, 30.0), 16.0),
+    "lgamma": (_per_element(math.lgamma), (3.0, 1e3), 16.0),
+}
+
+
+@tack.kernel
+def more_unary_math(x, out):
+    for i in range(len(x)):
+        out[i, 0] = math.expm1(x[i, 0])
+        out[i, 1] = math.log1p(x[i, 1])
+        out[i, 2] = math.asinh(x[i, 2])
+        out[i, 3] = math.acosh(x[i, 3])
+        out[i, 4] = math.atanh(x[i, 4])
+        out[i, 5] = math.erf(x[i, 5])
+        out[i, 6] = math.erfc(x[i, 6])
+        out[i, 7] = math.cbrt(x[i, 7])
+        out[i, 8] = math.exp2(x[i, 8])
+        out[i, 9] = math.gamma(x[i, 9])
+        out[i, 10] = math.lgamma(x[i, 10])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=["f32", "f64"])
+def test_more_unary_math_within_ulp_bound(dtype, rng):
+    for n in SIZES:
+        columns = [rng.floats(dtype, n, *domain) for _, domain, _ in MORE_UNARY.values()]
+        x_np = np.stack(columns, axis=1) if n else np.zeros((0, len(MORE_UNARY)))
+        x_np = np.ascontiguousarray(x_np, dtype=dtype.numpy)
+        out = tack.zeros((n, len(MORE_UNARY)), dtype=dtype)
+        more_unary_math(tack.asarray(x_np), out)
+        got = out.numpy()
+        for k, (name, (ref, _, bound)) in enumerate(MORE_UNARY.items()):
+            want = ref(x_np[:, k].astype(np.float64))
+            bound = bound or ULP_BOUND[dtype]
+            err = ulp_error(got[:, k], want, dtype)
+            worst = int(err.argmax()) if n else 0
+            assert n == 0 or err.max() <= bound, (
+                f"math.{name}({dtype}) off by {err.max():.2f} ulp (bound {bound}) at "
+                f"x={x_np[worst, k]!r}: got {got[worst, k]!r}, reference {want[worst]!r} "
+                f"(n={n} {rng})")
+
+
+@tack.kernel
+def exact_math(x, y, trunc, fmod, degrees, radians):
+    for i in range(len(x)):
+        trunc[i] = math.trunc(x[i])
+        fmod[i] = math.fmod(x[i], y[i])
+        degrees[i] = math.degrees(x[i])
+        radians[i] = math.radians(x[i])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=["f32", "f64"])
+def test_trunc_fmod_degrees_radians_are_exact(dtype, rng):
+    # trunc toward zero to i64 (as floor and ceil); fmod is exact in IEEE, with
+    # the dividend's sign (unlike %); degrees and radians are one product with
+    # the constant rounded to the argument's type
+    t = dtype.numpy.type
+    specials = [-0.0, 0.5, -0.5, -2.5, 2.5, 1e15 + 0.5, -7.0, 7.0]
+    for n in SIZES:
+        x_np = rng.values(dtype, n)
+        y_np = rng.floats(dtype, n, 0.5, 10.0) * np.where(rng.gen.random(n) < 0.5, -1, 1)
+        y_np = y_np.astype(dtype.numpy)
+        k = min(n, len(specials))
+        x_np[:k] = np.array(specials[:k], dtype=dtype.numpy)
+        outs = [tack.zeros(n, dtype=tack.i64)] + [tack.zeros(n, dtype=dtype) for _ in range(3)]
+        exact_math(tack.asarray(x_np), tack.asarray(y_np), *outs)
+        trunc, fmod, degrees, radians = (o.numpy() for o in outs)
+        np.testing.assert_array_equal(trunc, np.trunc(x_np.astype(np.float64)).astype(np.int64),
+                                      err_msg=f"trunc {dtype} n={n} {rng}")
+        want = np.fmod(x_np, y_np)
+        np.testing.assert_array_equal(fmod, want, err_msg=f"fmod {dtype} n={n} {rng}")
+        np.testing.assert_array_equal(np.signbit(fmod), np.signbit(want))
+        np.testing.assert_array_equal(degrees, x_np * t(180.0 / math.pi),
+                                      err_msg=f"degrees {dtype} n={n} {rng}")
+        np.testing.assert_array_equal(radians, x_np * t(math.pi / 180.0),
+                                      err_msg=f"radians {dtype} n={n} {rng}")
+
+
+@tack.kernel
+def int_trunc(x, out):
+    for i in range(len(x)):
+        out[i] = math.trunc(x[i])
+
+
+def test_trunc_of_an_integer_is_exact(rng):
+    x_np = np.concatenate([np.array([2**63 - 1, -2**63, 16777217, -16777217]),
+                           rng.ints(tack.i64, 101)])
+    out = tack.zeros(len(x_np), dtype=tack.i64)
+    int_trunc(tack.asarray(x_np), out)
+    np.testing.assert_array_equal(out.numpy(), x_np, err_msg=str(rng))
+
+
 BINARY = {
     "atan2": (np.arctan2, (-10.0, 10.0), (-10.0, 10.0)),
     "hypot": (np.hypot, (-1e3, 1e3), (-1e3, 1e3)),

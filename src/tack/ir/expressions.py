@@ -7,6 +7,7 @@ flat, row-major index built during lowering.
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Union
 
 from ..types import ScalarType
@@ -341,6 +342,76 @@ class Fabs(MathUnary):
 
 
 @node
+class Expm1(MathUnary):
+    pass
+
+
+@node
+class Log1p(MathUnary):
+    pass
+
+
+@node
+class Asinh(MathUnary):
+    pass
+
+
+@node
+class Acosh(MathUnary):
+    pass
+
+
+@node
+class Atanh(MathUnary):
+    pass
+
+
+@node
+class Erf(MathUnary):
+    pass
+
+
+@node
+class Erfc(MathUnary):
+    pass
+
+
+@node
+class Cbrt(MathUnary):
+    pass
+
+
+@node
+class Exp2(MathUnary):
+    pass
+
+
+@node
+class Gamma(MathUnary):
+    """``math.gamma``: C's ``tgamma``."""
+
+
+@node
+class Lgamma(MathUnary):
+    """``math.lgamma``: ``log(|gamma(x)|)``."""
+
+
+@node
+class Degrees(MathUnary):
+    """``math.degrees``: a product with ``FACTOR`` rounded to the argument's type
+    (CPython multiplies by the same double)."""
+
+    FACTOR = 180.0 / math.pi
+
+
+@node
+class Radians(MathUnary):
+    """``math.radians``: as :class:`Degrees`, by ``pi / 180``."""
+
+    FACTOR = math.pi / 180.0
+
+
+@node
 class Floor(MathUnary):
     """``math.floor``: an i64 result, as Python returns an int."""
 
@@ -348,6 +419,11 @@ class Floor(MathUnary):
 @node
 class Ceil(MathUnary):
     """``math.ceil``: an i64 result, as Python returns an int."""
+
+
+@node
+class Trunc(MathUnary):
+    """``math.trunc``: an i64 result, as Python returns an int."""
 
 
 @node
@@ -383,6 +459,11 @@ class Hypot(MathBinary):
 @node
 class Copysign(MathBinary):
     pass
+
+
+@node
+class Fmod(MathBinary):
+    """``math.fmod``: C's remainder, with the dividend's sign (not Python's ``%``)."""
 
 
 @node

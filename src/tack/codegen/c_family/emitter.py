@@ -42,7 +42,10 @@ _WRAPPING = (E.Add, E.Sub, E.Mul)
 _MATH = {E.Sqrt: "sqrt", E.Exp: "exp", E.Log: "log", E.Log2: "log2", E.Log10: "log10",
          E.Sin: "sin", E.Cos: "cos", E.Tan: "tan", E.Asin: "asin", E.Acos: "acos",
          E.Atan: "atan", E.Sinh: "sinh", E.Cosh: "cosh", E.Tanh: "tanh", E.Fabs: "fabs",
-         E.Atan2: "atan2", E.Hypot: "hypot", E.Copysign: "copysign", E.PowF: "pow"}
+         E.Atan2: "atan2", E.Hypot: "hypot", E.Copysign: "copysign", E.PowF: "pow",
+         E.Expm1: "expm1", E.Log1p: "log1p", E.Asinh: "asinh", E.Acosh: "acosh",
+         E.Atanh: "atanh", E.Erf: "erf", E.Erfc: "erfc", E.Cbrt: "cbrt", E.Exp2: "exp2",
+         E.Gamma: "tgamma", E.Lgamma: "lgamma", E.Fmod: "fmod"}
 WORKGROUP = 256
 _ATOMIC_OPS = {E.AtomicAdd: "add", E.AtomicSub: "sub", E.AtomicMin: "min",
                E.AtomicMax: "max"}
@@ -415,9 +418,18 @@ def _math(e, em):
     return f"{name}({c(e.operand, em)})"
 
 
-@expr.register(E.Floor, E.Ceil)
+@expr.register(E.Degrees, E.Radians)
+def _angle(e, em):
+    factor = e.FACTOR
+    if e.dtype == T.f32:
+        factor = float(np.float32(factor))
+    return f"({c(e.operand, em)} * ({em.type(e.dtype)}){factor!r})"
+
+
+@expr.register(E.Floor, E.Ceil, E.Trunc)
 def _round(e, em):
-    name = em.target.math("floor" if isinstance(e, E.Floor) else "ceil", e.operand.dtype)
+    spelled = {E.Floor: "floor", E.Ceil: "ceil", E.Trunc: "trunc"}[type(e)]
+    name = em.target.math(spelled, e.operand.dtype)
     return em.target.saturating(e.dtype, f"{name}({c(e.operand, em)})")
 
 

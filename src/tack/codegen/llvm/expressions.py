@@ -7,6 +7,7 @@ Floats use no fast-math flags; integer ``//`` and ``%`` follow Python.
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from ... import types as T
@@ -348,9 +349,11 @@ def _clamped_int(b, v: ir.Value, low, top, dst, target) -> ir.Value:
 
 _LLVM_UNARY = {E.Sqrt: "llvm.sqrt", E.Exp: "llvm.exp", E.Log: "llvm.log",
                E.Log2: "llvm.log2", E.Log10: "llvm.log10", E.Sin: "llvm.sin",
-               E.Cos: "llvm.cos", E.Fabs: "llvm.fabs"}
+               E.Cos: "llvm.cos", E.Fabs: "llvm.fabs", E.Exp2: "llvm.exp2"}
 _LIBM_UNARY = {E.Tan: "tan", E.Asin: "asin", E.Acos: "acos", E.Atan: "atan",
-               E.Sinh: "sinh", E.Cosh: "cosh", E.Tanh: "tanh"}
+               E.Sinh: "sinh", E.Cosh: "cosh", E.Tanh: "tanh", E.Expm1: "expm1",
+               E.Log1p: "log1p", E.Asinh: "asinh", E.Acosh: "acosh", E.Atanh: "atanh",
+               E.Erf: "erf", E.Erfc: "erfc", E.Cbrt: "cbrt", E.Gamma: "tgamma"}
 _LIBM_BINARY = {E.Atan2: "atan2", E.Hypot: "hypot"}
 
 
@@ -368,10 +371,31 @@ def _math_unary(e, em):
     return em.builder.call(_libm(em, _LIBM_UNARY[kind], operand.type, 1), [operand])
 
 
-@emit.register(E.Floor, E.Ceil)
+@emit.register(E.Lgamma)
+def _lgamma(e, em):
+    """``lgamma_r``: plain ``lgamma`` writes the global ``signgam``, which
+    parallel iterations would race on."""
+    operand = value(e.operand, em)
+    typ = operand.type
+    spelled = "lgammaf_r" if typ == ir.FloatType() else "lgamma_r"
+    sign = em.entry_alloca(ir.IntType(32), name="lgamma.sign")
+    fn = em.external(spelled, ir.FunctionType(typ, [typ, sign.type]))
+    return em.builder.call(fn, [operand, sign])
+
+
+@emit.register(E.Degrees, E.Radians)
+def _angle(e, em):
+    operand = value(e.operand, em)
+    factor = e.FACTOR
+    if operand.type == ir.FloatType():
+        factor = float(np.float32(factor))
+    return em.builder.fmul(operand, ir.Constant(operand.type, factor))
+
+
+@emit.register(E.Floor, E.Ceil, E.Trunc)
 def _round(e, em):
     operand = value(e.operand, em)
-    name = "llvm.floor" if isinstance(e, E.Floor) else "llvm.ceil"
+    name = {E.Floor: "llvm.floor", E.Ceil: "llvm.ceil", E.Trunc: "llvm.trunc"}[type(e)]
     rounded = em.builder.call(em.overloaded(name, operand.type), [operand])
     return convert(em, rounded, e.operand.dtype, e.dtype)
 
@@ -408,6 +432,8 @@ def _math_binary(e, em):
         return em.builder.call(em.overloaded("llvm.copysign", lhs.type, 2), [lhs, rhs])
     if kind is E.PowF:
         return em.builder.call(em.overloaded("llvm.pow", lhs.type, 2), [lhs, rhs])
+    if kind is E.Fmod:
+        return em.builder.frem(lhs, rhs)     # C's fmod: the dividend's sign
     return em.builder.call(_libm(em, _LIBM_BINARY[kind], lhs.type, 2), [lhs, rhs])
 
 

@@ -18,11 +18,14 @@ MATH_UNARY = {
     "sqrt": E.Sqrt, "exp": E.Exp, "log": E.Log, "log2": E.Log2, "log10": E.Log10,
     "sin": E.Sin, "cos": E.Cos, "tan": E.Tan, "asin": E.Asin, "acos": E.Acos,
     "atan": E.Atan, "sinh": E.Sinh, "cosh": E.Cosh, "tanh": E.Tanh,
-    "fabs": E.Fabs, "floor": E.Floor, "ceil": E.Ceil, "isnan": E.IsNan,
-    "isinf": E.IsInf, "isfinite": E.IsFinite,
+    "fabs": E.Fabs, "floor": E.Floor, "ceil": E.Ceil, "trunc": E.Trunc, "isnan": E.IsNan,
+    "isinf": E.IsInf, "isfinite": E.IsFinite, "expm1": E.Expm1, "log1p": E.Log1p,
+    "asinh": E.Asinh, "acosh": E.Acosh, "atanh": E.Atanh, "erf": E.Erf, "erfc": E.Erfc,
+    "cbrt": E.Cbrt, "exp2": E.Exp2, "gamma": E.Gamma, "lgamma": E.Lgamma,
+    "degrees": E.Degrees, "radians": E.Radians,
 }
 MATH_BINARY = {"atan2": E.Atan2, "hypot": E.Hypot, "copysign": E.Copysign,
-               "pow": E.PowF}
+               "pow": E.PowF, "fmod": E.Fmod}
 ATOMICS = {"atomic_add": E.AtomicAdd, "atomic_sub": E.AtomicSub,
            "atomic_min": E.AtomicMin, "atomic_max": E.AtomicMax}
 STATEMENT_ONLY = {"builtins.print": "print()", "builtins.range": "range()",
