@@ -193,9 +193,30 @@ def test_trunc_fmod_degrees_radians_are_exact(dtype, rng):
 
 
 @tack.kernel
+def rounded(x, out):
+    for i in range(len(x)):
+        out[i] = round(x[i])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=["f32", "f64"])
+def test_round_is_pythons_halves_to_even(dtype, rng):
+    specials = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, 1e15 + 0.5, 4503599627370495.5,
+                0.49999999999999994, 3.0, -7.25]
+    for n in SIZES:
+        x_np = rng.values(dtype, n)
+        k = min(n, len(specials))
+        x_np[:k] = np.array(specials[:k]).astype(dtype.numpy)
+        out = tack.zeros(n, dtype=tack.i64)
+        rounded(tack.asarray(x_np), out)
+        want = np.array([round(float(v)) for v in x_np], dtype=np.int64)
+        np.testing.assert_array_equal(out.numpy(), want, err_msg=f"{dtype} n={n} {rng}")
+
+
+@tack.kernel
 def int_trunc(x, out):
     for i in range(len(x)):
         out[i] = math.trunc(x[i])
+        out[i] += round(x[i]) - x[i]
 
 
 def test_trunc_of_an_integer_is_exact(rng):

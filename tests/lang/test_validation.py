@@ -499,6 +499,12 @@ def plain_python(x):
 
 
 @tack.kernel
+def k_round_digits(a):
+    for i in range(len(a)):
+        a[i] = round(a[i], 2)
+
+
+@tack.kernel
 def k_ndindex_inner(a):
     for i in range(len(a)):
         for j, k in tack.ndindex(2, 2):
@@ -643,6 +649,8 @@ _UNSUPPORTED = {
     k_python_function: "unsupported call to 'plain_python' (not a statically bound "
                        "@tack.func or a supported kernel intrinsic) at line 4, "
                        "column 16",
+    k_round_digits: "unsupported round() with a number of digits (round(x) rounds to "
+                    "an integer) at line 4, column 16",
     k_ndindex_inner: "unsupported tack.ndindex() outside the kernel's parallel loop "
                      "at line 4, column 9",
     k_ndindex_unpack: "unsupported tack.ndindex() with 3 extents unpacked into 2 "

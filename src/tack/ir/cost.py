@@ -65,7 +65,7 @@ def _transcendental(node, fn):
     return Cost(20, 0)
 
 
-@node_cost.register(E.Floor, E.Ceil, E.Trunc, E.Fabs, E.IsNan, E.IsInf, E.IsFinite,
+@node_cost.register(E.Floor, E.Ceil, E.Trunc, E.Round, E.Fabs, E.IsNan, E.IsInf, E.IsFinite,
                     E.Degrees, E.Radians)
 def _cheap_math(node, fn):
     return Cost(1, 0)

@@ -427,6 +427,12 @@ class Trunc(MathUnary):
 
 
 @node
+class Round(MathUnary):
+    """``round(x)``: to the nearest integer, halves to even, an i64 result (Python's
+    one-argument ``round``)."""
+
+
+@node
 class IsNan(MathUnary):
     pass
 

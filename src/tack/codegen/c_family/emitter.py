@@ -426,9 +426,10 @@ def _angle(e, em):
     return f"({c(e.operand, em)} * ({em.type(e.dtype)}){factor!r})"
 
 
-@expr.register(E.Floor, E.Ceil, E.Trunc)
+@expr.register(E.Floor, E.Ceil, E.Trunc, E.Round)
 def _round(e, em):
-    spelled = {E.Floor: "floor", E.Ceil: "ceil", E.Trunc: "trunc"}[type(e)]
+    # rint rounds in the current mode, which is to nearest, halves to even
+    spelled = {E.Floor: "floor", E.Ceil: "ceil", E.Trunc: "trunc", E.Round: "rint"}[type(e)]
     name = em.target.math(spelled, e.operand.dtype)
     return em.target.saturating(e.dtype, f"{name}({c(e.operand, em)})")
 

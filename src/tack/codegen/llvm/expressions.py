@@ -392,10 +392,11 @@ def _angle(e, em):
     return em.builder.fmul(operand, ir.Constant(operand.type, factor))
 
 
-@emit.register(E.Floor, E.Ceil, E.Trunc)
+@emit.register(E.Floor, E.Ceil, E.Trunc, E.Round)
 def _round(e, em):
     operand = value(e.operand, em)
-    name = {E.Floor: "llvm.floor", E.Ceil: "llvm.ceil", E.Trunc: "llvm.trunc"}[type(e)]
+    name = {E.Floor: "llvm.floor", E.Ceil: "llvm.ceil", E.Trunc: "llvm.trunc",
+            E.Round: "llvm.roundeven"}[type(e)]
     rounded = em.builder.call(em.overloaded(name, operand.type), [operand])
     return convert(em, rounded, e.operand.dtype, e.dtype)
 

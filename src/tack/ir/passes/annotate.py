@@ -19,7 +19,7 @@ from ..expressions import (
     Abs, And, Atomic, BinaryOp, BlockMax, BlockMin, BlockReduce, BlockSum, BoundsCheck,
     Cast, ThreadId, Ceil, Compare, Const, DimSize, Expr, FloatCast, Floor, Invert,
     IsFinite, IsInf, IsNan, Load, LShift, MathBinary, MathUnary, Max, Min, Name, Neg, Not,
-    Or, Pow, RShift, BitAnd, BitOr, BitXor, Select, Str, TrueDiv, Trunc)
+    Or, Pow, RShift, BitAnd, BitOr, BitXor, Select, Str, TrueDiv, Trunc, Round)
 from ..registry import Registry
 from ..statements import (
     Allocate, Assign, Barrier, Break, Continue, ExprStmt, Function, If, ParallelFor, Print, SeqFor,
@@ -279,12 +279,12 @@ def _float_cast(e: FloatCast, ctx):
 @_typed.register(MathUnary)
 def _math_unary(e: MathUnary, ctx):
     operand, t = annotate(e.operand, ctx)
-    if isinstance(e, (Floor, Ceil, Trunc)) and t.dtype.is_int:
+    if isinstance(e, (Floor, Ceil, Trunc, Round)) and t.dtype.is_int:
         # an integer is its own floor: no trip through a float that rounds it
         return _cast(operand, T.i64), T.Typed(T.i64)
     ft = _floatify(t, ctx)
     result = ft
-    if isinstance(e, (Floor, Ceil, Trunc)):
+    if isinstance(e, (Floor, Ceil, Trunc, Round)):
         result = T.Typed(T.i64)
     elif isinstance(e, (IsNan, IsInf, IsFinite)):
         result = T.Typed(T.i32)

@@ -164,6 +164,12 @@ class CallLowering:
     def builtin_max(self, node):
         return self.nary(E.Max, node, "max")
 
+    def builtin_round(self, node):
+        if len(node.args) == 2:
+            raise self.scope.unsupported("round() with a number of digits (round(x) "
+                                         "rounds to an integer)", node)
+        return self.unary(E.Round, node, "round")
+
     def builtin_int(self, node):
         return self.unary(lambda v, span: E.Cast(v, T.i64, span=span), node, "int")
 
