@@ -499,6 +499,32 @@ def plain_python(x):
 
 
 @tack.kernel
+def k_chained_load(a):
+    for i in range(len(a)):
+        x = a[i][0]
+        a[i] = x
+
+
+@tack.kernel
+def k_chained_store(a):
+    for i in range(len(a)):
+        a[i][0] = 1.0
+
+
+@tack.kernel
+def k_chained_and_whole(a):
+    for i in range(len(a)):
+        a[i, 0] = a[i][i + 1]
+
+
+@tack.kernel
+def k_tuple_return(a) -> float:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return a[0], a[1]
+
+
+@tack.kernel
 def k_round_digits(a):
     for i in range(len(a)):
         a[i] = round(a[i], 2)
@@ -649,6 +675,15 @@ _UNSUPPORTED = {
     k_python_function: "unsupported call to 'plain_python' (not a statically bound "
                        "@tack.func or a supported kernel intrinsic) at line 4, "
                        "column 16",
+    k_chained_load: "unsupported chained indexing a[i][0] (an array is indexed with all "
+                    "its indices at once: a[i, 0]) at line 4, column 13",
+    k_chained_store: "unsupported chained indexing a[i][0] (an array is indexed with all "
+                     "its indices at once: a[i, 0]) at line 4, column 9",
+    k_chained_and_whole: "unsupported chained indexing a[i][i + 1] (an array is indexed "
+                         "with all its indices at once: a[i, i + 1]) at line 4, column 19",
+    k_tuple_return: "unsupported tuple returned from a kernel (a kernel returns one "
+                    "value: return a vector, such as tack.vec2(a, b) under -> tack.vec2, "
+                    "or store the values into an array) at line 5, column 12",
     k_round_digits: "unsupported round() with a number of digits (round(x) rounds to "
                     "an integer) at line 4, column 16",
     k_ndindex_inner: "unsupported tack.ndindex() outside the kernel's parallel loop "

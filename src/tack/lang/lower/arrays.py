@@ -30,6 +30,22 @@ class Conflict:
         self.error = error
 
 
+def chained_index(node: ast.Subscript) -> str:
+    """What ``unsupported`` says of ``a[i][j]`` on an array of scalars (Numba's
+    spelling of ``a[i, j]``): kernels index all dimensions at once."""
+    inner = node.value
+    parts = [inner.slice, node.slice]
+    joined = ", ".join(ast.unparse(p) for p in parts)
+    return (f"chained indexing {ast.unparse(node)} (an array is indexed with all its "
+            f"indices at once: {ast.unparse(inner.value)}[{joined}])")
+
+
+def _chained(node) -> bool:
+    """Whether ``node`` is ``a[i][j]``, ``a`` a name."""
+    return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript)
+            and isinstance(node.value.value, ast.Name))
+
+
 def ndim_of(uses: dict, name: str) -> int:
     """The index count recorded for ``name``; raises a recorded conflict."""
     ndim = uses[name]
@@ -46,6 +62,7 @@ class _Uses:
         # more indices); a name that is only subscripted with one or two
         # indices may be a vector or matrix value instead
         self.definite: set = set()
+        self.chained: dict = {}    # name -> a use a[i][j], which a conflict names
         # names used as arrays more than vector or matrix values are: stored
         # into (a[i] = x, a[i] += x, a[i].x = s) or indexed with a variable
         self.stored: set = set()
@@ -58,9 +75,10 @@ class _Uses:
             self.ndim[name] = known if isinstance(known, Conflict) else ndim
             return
         if known and ndim and known != ndim:
-            self.ndim[name] = Conflict(unsupported(
-                self.source, f"indexing of array '{name}' with both {known} and {ndim} "
-                f"indices", node))
+            chained = self.chained.get(name)
+            message = chained_index(chained) if chained is not None else \
+                f"indexing of array '{name}' with both {known} and {ndim} indices"
+            self.ndim[name] = Conflict(unsupported(self.source, message, chained or node))
             return
         self.ndim[name] = ndim or known
 
@@ -90,6 +108,9 @@ def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
 def _array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
                 _active=None) -> _Uses:
     uses = _Uses(source)
+    for node in ast.walk(tree):
+        if _chained(node):
+            uses.chained.setdefault(node.value.value.id, node)
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             count = _index_count(node.slice)

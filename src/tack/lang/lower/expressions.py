@@ -15,6 +15,7 @@ import numpy as np
 
 from ...ir import expressions as E
 from ...ir import statements as S
+from .arrays import chained_index
 from .vectors import Vec
 
 BINARY = {
@@ -191,6 +192,8 @@ class ExpressionLowering:
             base = self.value(value)
             if isinstance(base, Vec):
                 return self.subscript_of(base, node.slice, node)
+            if isinstance(value, ast.Subscript) and _is_array_name(self, value.value):
+                raise self.scope.unsupported(chained_index(node), node)
         array = self.array_name(value)
         index = self.flat_index(array, node.slice, node)
         span = self.scope.span(node)

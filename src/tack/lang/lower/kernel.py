@@ -379,6 +379,11 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         result_type, kind = self.result_type(tree.returns)
         self.scope.loops.append("parallel")
         saved, self.pre = self.pre, []
+        if isinstance(returned.value, ast.Tuple):
+            raise self.scope.unsupported(
+                "tuple returned from a kernel (a kernel returns one value: return a "
+                "vector, such as tack.vec2(a, b) under -> tack.vec2, or store the values "
+                "into an array)", returned.value)
         try:
             value = self.value(returned.value)
             # the stores may capture the value first (a scalar that fills a

@@ -19,6 +19,7 @@ from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
 from ...ir.traversal import walk
+from .arrays import chained_index
 
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
@@ -221,7 +222,9 @@ class VectorLowering:
             array = self.array_name(base.value)
             element = self.elements.get(array)
             if element is None:
-                raise scope.unsupported("component assignment into a scalar array", node)
+                raise scope.unsupported(chained_index(target) if isinstance(
+                    target, ast.Subscript) else "component assignment into a scalar array",
+                    node)
             flat = self.flat_index(array, base.slice, base)
             k = self.component_number(target, element.kind, element.shape, node)
             span = scope.span(node)
