@@ -88,6 +88,33 @@ def test_integer_vectors_and_tuples_of_ints(rng):
 
 
 @tack.kernel
+def int_matrix(out, m):
+    for i in range(len(out)):
+        out[i] = m[0, 0] + m[1, 0] * i
+
+
+@pytest.mark.parametrize("kernel, good, bad", [
+    (int_weights, (2**63, 1), (2**63, -1)),
+    (int_weights, (2**64 - 1, 2**40), (2**64 - 1, -2**40)),
+    (int_matrix, [[2**63, 1], [2, 0]], [[2**63, 1], [-1, 0]])])
+def test_negative_components_beside_ones_past_i64_are_refused_on_warm_calls_too(
+        kernel, good, bad):
+    # both key as one vector of u64 and small ints; the negative one must not
+    # reach the u64 runner (its packing failed with struct.error, or pyopencl's
+    # std::bad_cast)
+    out = tack.zeros(3, tack.u64)
+    message = "do not fit one integer type (negative ones beside ones past " \
+              "9223372036854775807)"
+    for first in (bad, good, bad):
+        if first is bad:
+            with pytest.raises(TypeError, match=re.escape(message)):
+                kernel(out, first)
+        else:
+            kernel(out, first)
+    assert out.numpy()[0] == (good[1] if kernel is int_weights else good[0][0])
+
+
+@tack.kernel
 def with_copy(out, g):
     v = g
     for i in range(len(out)):

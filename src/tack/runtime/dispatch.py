@@ -91,8 +91,13 @@ def _value_entry(value):
 
 
 def _entry_kind(x):
-    """A component's kind: a scalar's, the type for anything else."""
-    return _scalar_kind(x) if type(x) in _NUMBER_TYPES else type(x)
+    """A component's kind: a scalar's, told apart for a negative integer (beside
+    a component past the i64 range it is an error, where a positive one makes
+    the components u64), the type for anything else."""
+    if type(x) not in _NUMBER_TYPES:
+        return type(x)
+    kind = _scalar_kind(x)
+    return kind if kind is float or x >= 0 else (kind, "negative")
 
 
 @functools.lru_cache(maxsize=None)
