@@ -334,6 +334,22 @@ def test_sort_values_given_on_some_ranks_only(comm, rng):
     world.free()
 
 
+def test_an_op_that_is_no_string_on_one_rank(comm, rng):
+    # a NumPy array's == is no bool: Plan.run compared it outside the agreement,
+    # raised there, and left the other ranks waiting (a hang at the next call)
+    blocks, world, bad = setup(comm)
+    mine = list(blocks.local)
+    plan = tack.Plan(blocks, {g: {g: [0]} for g in mine}, {g: {g: [1]} for g in mine})
+    values = {g: tack.array(np.arange(3.0)) for g in mine}
+    op = np.array(["copy", "sum"]) if bad else "copy"
+    everywhere(comm, blocks, ValueError, "Plan.run(): op must be one of 'copy', 'sum', "
+               "not array(['copy', 'sum']", plan.run, values, op)
+    assert all(v.numpy().tolist() == [0.0, 1.0, 2.0] for v in values.values())
+    plan.run(values)
+    assert all(v.numpy().tolist() == [0.0, 0.0, 2.0] for v in values.values())
+    world.free()
+
+
 def test_op_and_margin_differ_between_ranks(comm, rng):
     blocks, world, bad = setup(comm)
     if comm.Get_size() == 1:

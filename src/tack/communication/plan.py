@@ -135,12 +135,15 @@ class Plan:
                 owners), the parts from each source block in ascending order.
         """
         world = self.blocks.world
-        views, error = fault(self._checked, values, op)
+        # (a str first: any other op, a NumPy array say, must not raise here,
+        # before the agreement the other ranks wait in)
+        known = op if isinstance(op, str) and op in OPS else None
+        views, error = fault(self._checked, values, known, op)
         dtype = None if error or views is None else self._dtype
         fields = [(self.id, ValueError, _THE_PLAN), (dtype, TypeError, _THE_TYPE),
-                  (op if op in OPS else None, ValueError, _THE_OP)]
-        add = op == "sum"
-        key = (RUN, self.id, dtype, op)     # names the fields' values for World.begin
+                  (known, ValueError, _THE_OP)]
+        add = known == "sum"
+        key = (RUN, self.id, dtype, known)  # names the fields' values for World.begin
         state = self._state
         if state is not None and world.overlaps:
             ready = error is None and state.type_name == dtype
@@ -172,8 +175,8 @@ class Plan:
         for given, copy in self._copies:
             copyto(given, copy.reshape(given.storage_shape))
 
-    def _checked(self, values, op):
-        if op not in OPS:
+    def _checked(self, values, known, op):
+        if known is None:
             raise ValueError(f"{RUN}: op must be one of {', '.join(map(repr, OPS))}, "
                              f"not {op!r}")
         return self._views(values)
