@@ -269,6 +269,19 @@ def test_other_shapes_and_types_are_not_values(arg):
         doubled(out, arg)
 
 
+@pytest.mark.parametrize("element", [tack.vec3(), tack.mat33(dtype=tack.f64)])
+def test_an_array_of_vectors_for_a_value_is_an_argument_error(element):
+    # Warp keeps a constant in a one-element wp.array; here the value is passed
+    out = tack.zeros(3)
+    g = tack.zeros(1, dtype=element)
+    with pytest.raises(TypeError, match=re.escape(
+            f"Kernel 'doubled': parameter 'g' is used as a value, but the argument is an "
+            f"array of {element} elements (pass the value itself: tack.{element.name}(...), "
+            f"a tuple, or a NumPy array of its shape) at line 4, column 18")):
+        doubled(out, g)
+    assert not out.numpy().any()
+
+
 @tack.kernel
 def component_x(out, g):
     for i in range(len(out)):

@@ -115,6 +115,13 @@ class ExpressionLowering:
     def expr_Name(self, node: ast.Name) -> E.Expr:
         scope = self.scope
         if node.id in scope.arrays:
+            param = scope.arrays[node.id]
+            if param in self.element_params:   # Warp's wp.array for a wp.vec3 value
+                element = self.element_params[param][1]
+                raise scope.error(TypeError, f"parameter '{param}' is used as a value, but "
+                                  f"the argument is an array of {element} elements (pass "
+                                  f"the value itself: tack.{element.name}"
+                                  f"(...), a tuple, or a NumPy array of its shape)", node)
             raise scope.unsupported(f"use of array '{node.id}' as a value", node)
         if node.id in scope.rename:
             return self.local_value(scope.rename[node.id], scope.span(node))
