@@ -382,13 +382,61 @@ def test_gpu_aware_blocks_on_a_device_without_dlpack_export(comm, rng):
     world.free()
 
 
+class Watched:
+    """A communicator that notes whether its duplicate was freed."""
+
+    def __init__(self, comm):
+        self._comm, self.dups = comm, []
+
+    def __getattr__(self, name):
+        return getattr(self._comm, name)
+
+    def Dup(self):
+        dup = Watched(self._comm.Dup())
+        self.dups.append(dup)
+        return dup
+
+    def Free(self):
+        self._comm.Free()
+        self.freed = True
+
+
 def test_gpu_aware_differs_between_ranks(comm, rng):
     if comm.Get_size() == 1:
         return
     bad = comm.Get_rank() == comm.Get_size() - 1
+    watched = Watched(comm)
     exc = raises(ValueError, "tack.World(): gpu_aware differs between ranks: False, True",
-                 tack.World, comm, gpu_aware=bad)
+                 tack.World, watched, gpu_aware=bad)
     assert len(set(comm.allgather(str(exc)))) == 1
+    # the failed World freed the duplicate it made (thousands of failed worlds ran
+    # MPICH out of communicators)
+    assert [getattr(dup, "freed", False) for dup in watched.dups] == [True]
+
+
+def test_gpu_aware_is_a_flag(comm, rng):
+    bad = comm.Get_rank() == comm.Get_size() - 1
+    everywhere_world = raises(TypeError, "tack.World(): gpu_aware must be True or False, "
+                              "not '0'", tack.World, comm, gpu_aware="0" if bad else False)
+    assert len(set(comm.allgather(str(everywhere_world)))) == 1
+    with tack.World(comm, gpu_aware=np.bool_(False)) as world:
+        assert world.gpu_aware is False
+
+
+def test_other_ranks_are_told_which_rank_failed(comm, rng):
+    blocks, world, bad = setup(comm)
+    values = {g: 1.0 for g in blocks.local}
+    if bad:
+        del values[blocks.local.stop - 1]
+    exc = raises(ValueError, "no entry in the values", blocks.all_reduce, values)
+    notes = getattr(exc, "__notes__", [])
+    last = comm.Get_size() - 1
+    if bad:
+        assert notes == []
+    else:
+        assert notes == [f"Raised on rank {last}, whose error every rank raises; this "
+                         f"rank's arguments were fine."]
+    world.free()
 
 
 if __name__ == "__main__":

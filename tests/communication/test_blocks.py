@@ -165,6 +165,10 @@ def test_link_by_bounds():
             "(2.0, 1.0)")):
         blocks.link_by_bounds({**bounds, 1: ((3, 0), (2, 1))})
     with pytest.raises(ValueError, match=re.escape(
+            "Blocks.link_by_bounds(): the box of block 1 has a coordinate that is not a "
+            "number: lo (nan, 0.0), hi (2.0, 1.0)")):
+        blocks.link_by_bounds({**bounds, 1: ((float("nan"), 0), (2, 1))})
+    with pytest.raises(ValueError, match=re.escape(
             "Blocks.link_by_bounds(): no entry in the bounds for block 3 of this rank")):
         blocks.link_by_bounds({g: bounds[g] for g in range(3)})
 
@@ -196,6 +200,10 @@ def test_collective_errors():
     with pytest.raises(TypeError, match=re.escape(
             "Blocks.all_reduce(): the value of block 0 is a bool; use an int")):
         blocks.all_reduce({0: True, 1: False})
+    with pytest.raises(TypeError, match=re.escape(
+            "Blocks.all_reduce(): the value of block 1 is a NumPy complex64 scalar, a "
+            "type Tack has no element of")):
+        blocks.all_reduce({0: 1.0, 1: np.complex64(1)})
     with pytest.raises(TypeError, match=re.escape(
             "Blocks.all_reduce() takes a dict of block ids to values, not list")):
         blocks.all_reduce([1.0, 2.0])

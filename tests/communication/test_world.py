@@ -32,6 +32,13 @@ def test_gpu_aware_needs_a_communicator():
         tack.World(gpu_aware=True)
 
 
+def test_gpu_aware_is_a_flag():
+    # "0" read from an environment variable turned GPU-aware transport on
+    with pytest.raises(TypeError, match=re.escape(
+            "tack.World(): gpu_aware must be True or False, not '0'")):
+        tack.World(gpu_aware="0")
+
+
 def test_an_object_without_the_methods_is_refused():
     class Half:
         def Dup(self):

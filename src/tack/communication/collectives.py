@@ -241,6 +241,9 @@ def box(call: str, gid: int, value) -> tuple:
         raise ValueError(f"{call}: the box of block {gid} has lo and hi of different "
                          f"lengths ({len(lo)} and {len(hi)})" if lo else
                          f"{call}: the box of block {gid} has no coordinates")
+    if any(x != x for x in lo + hi):
+        raise ValueError(f"{call}: the box of block {gid} has a coordinate that is not a "
+                         f"number: lo {lo}, hi {hi}")
     if any(not l <= h for l, h in zip(lo, hi)):
         raise ValueError(f"{call}: the box of block {gid} has lo {lo} above hi {hi}")
     return lo, hi

@@ -65,6 +65,9 @@ def agreed_error(local, faults):
         error = RuntimeError(f"rank {first} raised {qualname}: {message}")
     if local is not None:
         error.__cause__ = local
+    error.add_note(f"Raised on rank {first}, whose error every rank raises; "
+                   + ("this rank's own is the cause." if local is not None else
+                      "this rank's arguments were fine."))
     return error
 
 

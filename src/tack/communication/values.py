@@ -45,7 +45,11 @@ def kind_of(call: str, gid: int, value) -> tuple:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{call}: the value of block {gid} is a bool; use an int")
     if isinstance(value, np.generic):   # first: np.float64 is also a float
-        dtype = T.from_numpy(value.dtype)
+        try:
+            dtype = T.from_numpy(value.dtype)
+        except TypeError:
+            raise TypeError(f"{call}: the value of block {gid} is a NumPy {value.dtype} "
+                            f"scalar, a type Tack has no element of") from None
         return ("numpy", dtype.name), np.array(value)
     if isinstance(value, int):
         if not -(1 << 63) <= value < (1 << 63):

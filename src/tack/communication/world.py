@@ -97,7 +97,11 @@ class World:
     """
 
     def __init__(self, comm=None, gpu_aware: bool = False):
+        flag = None if isinstance(gpu_aware, (bool, np.bool_)) else TypeError(
+            f"tack.World(): gpu_aware must be True or False, not {gpu_aware!r}")
         if comm is None:
+            if flag is not None:
+                raise flag
             if gpu_aware:
                 raise ValueError("World(gpu_aware=True) needs a communicator: a world "
                                  "of one process sends no messages")
@@ -139,8 +143,12 @@ class World:
         self._codes = {}
         self._tails = {}
         if self._comm is not None:   # one transport for every rank
-            self.agree("tack.World()", None, [(self.gpu_aware, ValueError,
-                                               "tack.World(): gpu_aware")])
+            try:
+                self.agree("tack.World()", flag, [(self.gpu_aware, ValueError,
+                                                   "tack.World(): gpu_aware")])
+            except BaseException:
+                self.free()          # every rank raises: the frees match
+                raise
             self._calls = 0          # messages number the user's calls from 1
 
     # -- life cycle -----------------------------------------------------------------
