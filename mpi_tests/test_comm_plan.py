@@ -160,6 +160,34 @@ def test_a_sending_opencl_block_sends_its_values_of_each_run(comm, rng):
     world.free()
 
 
+def test_opencl_arrays_crossing_the_whole_copy_size_between_runs(comm, rng):
+    # Regression: a repeated run kept the first run's way of moving elements
+    # (whole host copies below 256 KiB, kernels above): arrays that shrank got no
+    # ghosts, and arrays that grew raised AttributeError on their rank while the
+    # others received garbage and then hung.
+    if not tack.device_count("opencl"):
+        return
+    world = tack.World(comm)
+    blocks = tack.Blocks(["opencl"], world)
+    n, last = blocks.count, comm.Get_rank() == comm.Get_size() - 1
+    plan = tack.Plan(blocks, {g: {(g + 1) % n: [0, 1]} for g in blocks.local},
+                     {g: {(g - 1) % n: [2, 3]} for g in blocks.local})
+    small, big = 16, 70000            # 64 bytes and 280 KB of f32
+    for sizes in ([small] * 2 + [big] * 2 + [small] * 2,
+                  [big] * 2 + [small] * 2 + [big] * 2,
+                  [small] * 2 + [big if last else small] * 2 + [small] * 2):
+        for m in sizes:
+            g = blocks.local.start
+            values = {g: tack.array(np.arange(m, dtype=np.float32) + 1000 * g,
+                                    device="opencl")}
+            plan.run(values)
+            s = (g - 1) % n
+            assert values[g].numpy()[:5].tolist() == [1000 * g, 1000 * g + 1, 1000 * s,
+                                                     1000 * s + 1, 1000 * g + 4], m
+    plan.free()
+    world.free()
+
+
 def test_gpu_aware_copies_between_blocks_of_one_rank_on_two_devices(comm, rng):
     # Regression: the block-to-block copy gathered on one device and scattered
     # with that buffer into an array on the other.

@@ -145,8 +145,12 @@ class Plan:
         add = known == "sum"
         key = (RUN, self.id, dtype, known)  # names the fields' values for World.begin
         state = self._state
+        # how this run moves its elements: _views chose it for these arrays (a
+        # host-unreadable array crossing WHOLE bytes changes it between runs)
+        make = _DirectState if world.gpu_aware else _StagedState if self._staged \
+            else _State
         if state is not None and world.overlaps:
-            ready = error is None and state.type_name == dtype
+            ready = error is None and state.type_name == dtype and type(state) is make
             bundle = state.bundle if ready else None
             if bundle is not None:          # the sends start with the agreement
                 state.gather(views)
@@ -159,8 +163,6 @@ class Plan:
                 return
         else:
             world.agree(RUN, error, fields)
-        make = _DirectState if world.gpu_aware else _StagedState if self._staged \
-            else _State
         if state is None or state.type_name != self._dtype or type(state) is not make:
             if state is not None:
                 state.free()
