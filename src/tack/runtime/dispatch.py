@@ -257,8 +257,9 @@ def variant_mode(backend, fn, args, specs) -> int:
     written = write_only_params(fn)
     size = sum(args[positions[name]].nbytes for name in written)
     extents = fn.parallel_for.extents
-    rows = len(extents) == 1 or rows_stream(extent_evaluator(extents[-1], positions, fn.name)(args),
-                                            *(args[positions[name]] for name in written))
+    rows = len(extents) == 1 or rows_stream(
+        extent_evaluator(extents[-1], positions, fn.name)(args),
+        *(args[positions[name]] for name in written))
     return STREAMING if written and size >= backend.streaming_bytes and rows else DISJOINT
 
 
