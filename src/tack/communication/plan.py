@@ -147,8 +147,8 @@ class Plan:
         state = self._state
         # how this run moves its elements: _views chose it for these arrays (a
         # host-unreadable array crossing WHOLE bytes changes it between runs)
-        make = _DirectState if world.gpu_aware else _StagedState if self._staged \
-            else _State
+        make = None if error else _DirectState if world.gpu_aware else \
+            _StagedState if self._staged else _State
         if state is not None and world.overlaps:
             ready = error is None and state.type_name == dtype and type(state) is make
             bundle = state.bundle if ready else None
