@@ -127,6 +127,8 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
         fields: more values that must agree across ranks (see ``World.agree``).
     """
     world = blocks.world
+    # the agreement's key (see World.begin) where its only field is the Blocks
+    key = None if fields else (call, blocks.id)
     fields = [the_blocks(blocks, call), *fields]
     channel = world.cache.get(("exchange", call))
     if channel is None:
@@ -140,7 +142,7 @@ def exchange(blocks, messages, call: str = CALL, error=None, fields=()) -> dict:
             if express is None or (express and express.blocks is not blocks):
                 express = _express_for(blocks, channel, repeat, arrays)
             if express:
-                total, result = express.run(fields, arrays)
+                total, result = express.run(fields, arrays, key)
                 if result is not None:
                     return result
         outgoing, headers, changed = repeat.outgoing(arrays), channel.out, 0

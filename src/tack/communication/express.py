@@ -5,7 +5,7 @@ channel whose previous call was also a repeat, moves the same messages as
 before. ``Express`` lays such a call out once: the receive buffers and the
 arrays each holds, the sends, what the world must be told of the speculative
 messages, the local messages' places and the result's shape. From that it
-writes ``run(fields, sent)``, straight-line Python with no loop over the
+writes ``run(fields, sent, key)``, straight-line Python with no loop over the
 layout and no branch on it (as the kernels' warm launches are written, see
 ``runtime/launcher.py``): start, agree, wait, hand out arrays made from
 templates (``Array.rebased``) and return the result as one dict display.
@@ -30,10 +30,11 @@ COPIED = 1 << 14    # the most bytes a repeated call receives by copying
 
 
 class Express:
-    """The laid-out hot path of one repeated call; ``run(fields, sent)`` returns
+    """The laid-out hot path of one repeated call; ``run(fields, sent, key)`` returns
     ``(0, result)``, or ``(sum of changed, None)`` when some rank did not repeat
     its call (every speculative message is complete then). ``sent``: the call's
-    arrays, as ``_Repeat.match`` found them."""
+    arrays, as ``_Repeat.match`` found them; ``key``: the agreement's (see
+    ``World.begin``), or None."""
 
     def __init__(self, blocks, channel, repeat, plans):
         world = blocks.world
@@ -129,13 +130,13 @@ class Express:
 
     # -- the generated run --------------------------------------------------------------
     def _source(self) -> str:
-        """The source of ``run(fields, sent)`` (kept as ``source``)."""
+        """The source of ``run(fields, sent, key)`` (kept as ``source``)."""
         self._scope, body = {}, []
         body += [f"sync{k}()" for k in range(len(self.backends))]
         for k, (_, packed) in enumerate(self.packs):
             body += [f"pack{k}[{offset}:{offset + view.nbytes}] = view{k}_{m}"
                      for m, (offset, view) in enumerate(packed)]
-        body.append("begin(CALL, None, fields, 0, True, BUNDLE)")
+        body.append("begin(CALL, None, fields, 0, True, BUNDLE, key)")
         if self.bundle is None and self.started:
             body.append("start_all(STARTED)")
         body.append("requests = list(STARTED)" if self.posts or self.sends else
@@ -164,7 +165,7 @@ class Express:
             body += [f"a = sent[{j}]",
                      f"x{slot} = a if a.device is D{slot} else a.to_device(D{slot})"]
         body.append(f"return 0, {self._display()}")
-        return "def run(fields, sent):\n" + "".join(f"    {line}\n" for line in body)
+        return "def run(fields, sent, key):\n" + "".join(f"    {line}\n" for line in body)
 
     def _display(self) -> str:
         """The result as a dict display over the ``x{slot}`` variables."""
