@@ -223,13 +223,18 @@ class _Gen:
             return Expr(f"({x.text} if {self.cond(depth - 1)} else {y.text})", "f",
                         exact=x.exact and y.exact)
         if c == 7 and not exact:
-            fn = r.choice(("sqrt", "exp", "sin", "sqrt"))
+            fn = r.choice(("sqrt", "exp", "sin", "sqrt", "erf", "expm1", "log1p", "cbrt",
+                           "tanh"))
             if fn == "sqrt":
                 return Expr(f"math.sqrt(abs({x.text}))", "f", exact=x.exact)
+            if fn == "log1p":
+                return Expr(f"math.log1p(abs({x.text}))", "f", exact=False)
             arg = f"min(max({x.text}, -4.0), 4.0)"
             return Expr(f"math.{fn}({arg})", "f", exact=False)
         if c == 8:
             k = r.choice(("2.0", "1.5", "0.75"))
+            if r.random() < 0.25:          # C's remainder: exact, the dividend's sign
+                return Expr(f"math.fmod({x.text}, {k})", "f", exact=x.exact)
             op = r.choice(("//", "%"))
             return Expr(f"({x.text} {op} {k})", "f", exact=x.exact)
         if c == 9 and r.random() < 0.5:

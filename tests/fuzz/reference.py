@@ -78,9 +78,16 @@ def _namespace(ftype):
         for idx in np.ndindex(*(max(int(e), 0) for e in extents)):
             yield tuple(np.int64(v) for v in idx)
 
+    def erf(x):
+        x = fl(x)
+        return type(x)(_math.erf(float(x)))
+
     math = types.SimpleNamespace(
         sqrt=lambda x: np.sqrt(fl(x)), exp=lambda x: np.exp(fl(x)),
-        sin=lambda x: np.sin(fl(x)), floor=floor, pi=_math.pi)
+        sin=lambda x: np.sin(fl(x)), floor=floor, pi=_math.pi, erf=erf,
+        expm1=lambda x: np.expm1(fl(x)), log1p=lambda x: np.log1p(fl(x)),
+        cbrt=lambda x: np.cbrt(fl(x)), tanh=lambda x: np.tanh(fl(x)),
+        fmod=lambda x, y: np.fmod(fl(x), fl(y)))
     tack = types.SimpleNamespace(
         i32=np.int32, i64=np.int64, f32=np.float32, f64=np.float64, ndindex=ndindex,
         func=None, kernel=None, vec3=_vec3, dot=_dot, cross=_cross,
