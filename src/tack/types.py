@@ -209,7 +209,9 @@ def join(a: Typed, b: Typed, default_float: ScalarType) -> Typed:
     if a.weak and b.weak:
         if a.dtype.is_float or b.dtype.is_float:
             return Typed(default_float, True)
-        return Typed(i64, True)
+        # a literal past i64 is a weak u64; two of them (one local assigned one,
+        # typed again by the fixpoint) stay u64, where i64 made them negative
+        return a if a.dtype is b.dtype else Typed(i64, True)
     if a.weak or b.weak:
         weak, strong = (a, b) if a.weak else (b, a)
         if weak.dtype.is_float and strong.dtype.is_int:

@@ -171,6 +171,32 @@ def test_u64_scalar_arguments_above_2_63(rng):
         assert outs[3].numpy().tolist() == [s // 3] * len(xs), f"// {s} {rng}"
 
 
+@tack.func
+def as_f64(p):
+    return tack.f64(p)
+
+
+@tack.kernel
+def literal_past_i64(out):
+    for i in range(len(out)):
+        out[i, 0] = tack.f64(9223372036854775808)
+        out[i, 1] = as_f64(9223372036854775808)       # through a device function
+        c = 9223372036854775808                        # a local assigned it
+        out[i, 2] = tack.f64(c)
+        d = 18446744073709551615
+        d = 18446744073709551614                       # two of them: still u64
+        out[i, 3] = tack.f64(d > c)
+
+
+def test_a_literal_past_i64_kept_in_a_local_stays_unsigned():
+    # the local's type was joined with itself by the fixpoint, and two weak
+    # u64 made a weak i64: the value turned negative
+    for n in (0, 1, 7):
+        out = tack.zeros((n, 4), dtype=tack.f64)
+        literal_past_i64(out)
+        assert out.numpy().tolist() == [[2.0**63, 2.0**63, 2.0**63, 1.0]] * n
+
+
 def test_i64_boundary_scalar_arguments(rng):
     a_np = rng.ints(tack.i64, 9, -1000, 1000)
     for s in ((1 << 63) - 1, -(1 << 63), 1 << 31, -(1 << 31) - 1, (1 << 31) - 1, True):
