@@ -319,6 +319,39 @@ def test_any_exception_in_holds_reaches_every_rank_as_its_type(comm, rng):
     world.free()
 
 
+def test_the_failing_rank_raises_its_own_exception_even_with_nan_arguments(comm, rng):
+    # the failing rank was found by comparing records, and NaN != NaN: it got a
+    # rebuilt copy with the note meant for the other ranks
+    blocks, world, bad = setup(comm)
+    bounds = {g: ((float(g), 0.0), (g + 1.0, 1.0)) for g in blocks.local}
+    points = {g: tack.array(np.array([[g + 0.5, 0.5]])) for g in blocks.local}
+    raised = HoldsFailed("no rank for", float("nan"))
+
+    def holds(gid, pts):
+        if bad:
+            raise raised
+        return np.ones(len(pts), np.int64)
+    exc = raises(HoldsFailed, "no rank for", tack.Routing, blocks, bounds, points, holds)
+    assert (exc is raised) == bad
+    assert bool(getattr(exc, "__notes__", [])) == (not bad)
+    world.free()
+
+
+def test_numpy_strings_are_the_same_op(comm, rng):
+    # repr(np.str_("copy")) is not repr("copy"): the agreement saw different ops,
+    # and a Plan kept refusing every later run
+    blocks, world, bad = setup(comm)
+    mine = list(blocks.local)
+    plan = tack.Plan(blocks, {g: {g: [0]} for g in mine}, {g: {g: [1]} for g in mine})
+    values = {g: tack.array(np.arange(3.0)) for g in mine}
+    plan.run(values, np.str_("copy") if bad else "copy")
+    plan.run(values, "copy")
+    assert all(v.numpy().tolist() == [0.0, 0.0, 2.0] for v in values.values())
+    total = blocks.all_reduce({g: 1 for g in mine}, np.str_("sum") if bad else "sum")
+    assert total == blocks.count
+    world.free()
+
+
 def test_sort_values_given_on_some_ranks_only(comm, rng):
     blocks, world, bad = setup(comm)
     if comm.Get_size() == 1:
@@ -434,8 +467,8 @@ def test_other_ranks_are_told_which_rank_failed(comm, rng):
     if bad:
         assert notes == []
     else:
-        assert notes == [f"Raised on rank {last}, whose error every rank raises; this "
-                         f"rank's arguments were fine."]
+        assert notes == [f"Raised on rank {last}, the lowest rank that found an error; "
+                         f"this rank's own arguments were fine."]
     world.free()
 
 

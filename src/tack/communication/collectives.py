@@ -30,13 +30,14 @@ def _begin(blocks, call: str, values, op: str, lengths: bool = False):
     """Check locally, agree on the kind, return ``(kind, host values)``
     (``lengths``: arrays may differ in their first extent)."""
     def check():
-        V.require_op(call, op)
-        return V.local_values(blocks, call, values, lengths)
-    checked, error = fault(check)
+        return V.require_op(call, op), V.local_values(blocks, call, values, lengths)
+    found, error = fault(check)
+    checked = None if error else found[1]
     kind = None if error else checked[0]
     blocks.world.agree(call, error, [(kind, TypeError, f"{call}: the values' type or "
                                                         f"shape", V.describe),
-                                     (None if error else op, ValueError, f"{call}: op"),
+                                     (None if error else found[0], ValueError,
+                                      f"{call}: op"),
                                      the_blocks(blocks, call)])
     return checked
 

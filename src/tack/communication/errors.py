@@ -45,19 +45,21 @@ def error_record(exc) -> tuple:
     return (cls.__module__, cls.__qualname__, args, str(exc))
 
 
-def agreed_error(local, faults):
+def agreed_error(local, faults, rank: int):
     """The exception every rank raises: the lowest failing rank's, as its own
     class where this rank can make one with the same message (the builtins,
     and the program's own classes, which every rank of an SPMD program has),
-    else a RuntimeError that names it.
+    else a RuntimeError that names it. On the other ranks it notes where it
+    came from (Python 3.11 and later).
 
     Args:
         local: this rank's exception or None.
         faults: per rank, ``error_record(exception)`` or None.
+        rank: this rank.
     """
     first = next(r for r, f in enumerate(faults) if f is not None)
     record = faults[first]
-    if local is not None and error_record(local) == record:
+    if first == rank:
         return local
     module, qualname, args, message = record
     error = _rebuild(module, qualname, args, message)
@@ -65,9 +67,10 @@ def agreed_error(local, faults):
         error = RuntimeError(f"rank {first} raised {qualname}: {message}")
     if local is not None:
         error.__cause__ = local
-    error.add_note(f"Raised on rank {first}, whose error every rank raises; "
-                   + ("this rank's own is the cause." if local is not None else
-                      "this rank's arguments were fine."))
+    if hasattr(error, "add_note"):
+        error.add_note(f"Raised on rank {first}, the lowest rank that found an error; "
+                       + ("this rank found one too (the cause above)." if local is not None
+                          else "this rank's own arguments were fine."))
     return error
 
 

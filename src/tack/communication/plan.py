@@ -137,7 +137,8 @@ class Plan:
         world = self.blocks.world
         # (a str first: any other op, a NumPy array say, must not raise here,
         # before the agreement the other ranks wait in)
-        known = op if isinstance(op, str) and op in OPS else None
+        # (a plain str: the agreement codes repr(op), and np.str_ has another)
+        known = str(op) if isinstance(op, str) and op in OPS else None
         views, error = fault(self._checked, values, known, op)
         dtype = None if error or views is None else self._dtype
         fields = [(self.id, ValueError, _THE_PLAN), (dtype, TypeError, _THE_TYPE),

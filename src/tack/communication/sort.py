@@ -148,7 +148,7 @@ def _boundaries(blocks, run, late=None) -> tuple:
                            if late is None else error_record(late))
     faults = [None if isinstance(i[0], int) else i for i in info]
     if any(faults):
-        raise agreed_error(late, faults)
+        raise agreed_error(late, faults, world.rank)
     sizes = [i[0] for i in info]
     total = sum(sizes)
     if total == 0:

@@ -33,9 +33,11 @@ def _narrow(words: np.ndarray) -> int:
 
 
 def require_op(call: str, op) -> str:
+    """``op`` as a plain ``str`` (the agreement codes its ``repr``, and NumPy's
+    ``str_`` has another)."""
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"{call} takes op 'sum', 'min' or 'max', not {op!r}")
-    return op
+    return str(op)
 
 
 def kind_of(call: str, gid: int, value) -> tuple:

@@ -309,7 +309,7 @@ class World:
             raise ValueError(mismatch_message(names))
         if total[0]:
             faults = self.allgather(None if error is None else error_record(error))
-            raise agreed_error(error, faults)
+            raise agreed_error(error, faults, self.rank)
         for i, (value, exc_type, what, *show) in enumerate(fields, start=1):
             if not _code_equal(total, i):
                 values = self.allgather(value)
