@@ -115,6 +115,22 @@ def test_negative_components_beside_ones_past_i64_are_refused_on_warm_calls_too(
 
 
 @tack.kernel
+def signed_weights(out, w):
+    for i in range(len(out)):
+        out[i] = w[0] * i + w[1]
+
+
+def test_integer_values_of_any_signs_share_one_signature():
+    # each sign pattern was a signature of its own (slow path per new pattern,
+    # a runner each): only a component past i64 makes the signs matter
+    out = tack.zeros(3, tack.i64)
+    for w in [(1, -2), (-1, 2), (-3, -4), (5, 6)] * 2:
+        signed_weights(out, w)
+        assert out.numpy().tolist() == [w[1], w[0] + w[1], 2 * w[0] + w[1]]
+    assert len(signed_weights._plain.table) == 1   # no public count of signatures
+
+
+@tack.kernel
 def with_copy(out, g):
     v = g
     for i in range(len(out)):

@@ -85,19 +85,27 @@ def _value_entry(value):
     if type(value) is np.ndarray:
         return ("value", value.dtype.char, value.shape)
     if value and type(value[0]) in (tuple, list):
-        return ("value", type(value), tuple(tuple(map(_entry_kind, row)) if type(row) in
-                                            (tuple, list) else None for row in value))
-    return ("value", type(value), tuple(map(_entry_kind, value)))
+        rows = tuple(tuple(map(_entry_kind, row)) if type(row) in (tuple, list) else None
+                     for row in value)
+        if any(row and T.u64 in row for row in rows):
+            return ("value", type(value), rows, _negative(
+                x for row in value if type(row) in (tuple, list) for x in row))
+        return ("value", type(value), rows)
+    kinds = tuple(map(_entry_kind, value))
+    if T.u64 in kinds:
+        return ("value", type(value), kinds, _negative(value))
+    return ("value", type(value), kinds)
 
 
 def _entry_kind(x):
-    """A component's kind: a scalar's, told apart for a negative integer (beside
-    a component past the i64 range it is an error, where a positive one makes
-    the components u64), the type for anything else."""
-    if type(x) not in _NUMBER_TYPES:
-        return type(x)
-    kind = _scalar_kind(x)
-    return kind if kind is float or x >= 0 else (kind, "negative")
+    """A component's kind: a scalar's, the type for anything else."""
+    return _scalar_kind(x) if type(x) in _NUMBER_TYPES else type(x)
+
+
+def _negative(components) -> bool:
+    """Whether a value with a component past the i64 range has a negative one
+    too (an error, not a u64 value): such a value has a key of its own."""
+    return any(type(x) in _NUMBER_TYPES and x < 0 for x in components)
 
 
 @functools.lru_cache(maxsize=None)
