@@ -518,6 +518,13 @@ def k_chained_and_whole(a):
 
 
 @tack.kernel
+def k_chained_local(a):
+    for i in range(len(a)):
+        buf = tack.local_array(4, tack.f32)
+        a[i] = buf[0][0]
+
+
+@tack.kernel
 def k_tuple_return(a) -> float:
     for i in range(len(a)):
         a[i] = 1.0
@@ -676,11 +683,17 @@ _UNSUPPORTED = {
                        "@tack.func or a supported kernel intrinsic) at line 4, "
                        "column 16",
     k_chained_load: "unsupported chained indexing a[i][0] (an array is indexed with all "
-                    "its indices at once: a[i, 0]) at line 4, column 13",
+                    "its indices at once: a[i, 0]; for components, make it an array of "
+                    "vectors, with dtype=tack.vec3()) at line 4, column 13",
     k_chained_store: "unsupported chained indexing a[i][0] (an array is indexed with all "
-                     "its indices at once: a[i, 0]) at line 4, column 9",
+                     "its indices at once: a[i, 0]; for components, make it an array of "
+                     "vectors, with dtype=tack.vec3()) at line 4, column 9",
     k_chained_and_whole: "unsupported chained indexing a[i][i + 1] (an array is indexed "
-                         "with all its indices at once: a[i, i + 1]) at line 4, column 19",
+                         "with all its indices at once: a[i, i + 1]; for components, make "
+                         "it an array of vectors, with dtype=tack.vec3()) at line 4, "
+                         "column 19",
+    k_chained_local: "unsupported chained indexing buf[0][0] (a local or shared array has "
+                     "one index: buf[0]) at line 5, column 16",
     k_tuple_return: "unsupported tuple returned from a kernel (a kernel returns one "
                     "value: return a vector, such as tack.vec2(a, b) under -> tack.vec2, "
                     "or store the values into an array) at line 5, column 12",

@@ -286,15 +286,16 @@ def test_other_shapes_and_types_are_not_values(arg):
 
 
 @pytest.mark.parametrize("element", [tack.vec3(), tack.mat33(dtype=tack.f64)])
-def test_an_array_of_vectors_for_a_value_is_an_argument_error(element):
+@pytest.mark.parametrize("kernel, column", [("doubled", 18), ("component_x", 18)])
+def test_an_array_of_vectors_for_a_value_is_an_argument_error(element, kernel, column):
     # Warp keeps a constant in a one-element wp.array; here the value is passed
     out = tack.zeros(3)
     g = tack.zeros(1, dtype=element)
     with pytest.raises(TypeError, match=re.escape(
-            f"Kernel 'doubled': parameter 'g' is used as a value, but the argument is an "
+            f"Kernel '{kernel}': parameter 'g' is used as a value, but the argument is an "
             f"array of {element} elements (pass the value itself: tack.{element.name}(...), "
-            f"a tuple, or a NumPy array of its shape) at line 4, column 18")):
-        doubled(out, g)
+            f"a tuple, or a NumPy array of its shape) at line 4, column {column}")):
+        globals()[kernel](out, g)
     assert not out.numpy().any()
 
 

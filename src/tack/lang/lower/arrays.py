@@ -30,14 +30,18 @@ class Conflict:
         self.error = error
 
 
-def chained_index(node: ast.Subscript) -> str:
+def chained_index(node: ast.Subscript, parameter: bool = True) -> str:
     """What ``unsupported`` says of ``a[i][j]`` on an array of scalars (Numba's
-    spelling of ``a[i, j]``): kernels index all dimensions at once."""
+    spelling of ``a[i, j]``): kernels index all dimensions at once. A local or
+    shared array (``parameter`` false) has one dimension."""
     inner = node.value
-    parts = [inner.slice, node.slice]
-    joined = ", ".join(ast.unparse(p) for p in parts)
+    if not parameter:
+        return (f"chained indexing {ast.unparse(node)} (a local or shared array has one "
+                f"index: {ast.unparse(inner)})")
+    joined = ", ".join(ast.unparse(p) for p in (inner.slice, node.slice))
     return (f"chained indexing {ast.unparse(node)} (an array is indexed with all its "
-            f"indices at once: {ast.unparse(inner.value)}[{joined}])")
+            f"indices at once: {ast.unparse(inner.value)}[{joined}]; for components, "
+            f"make it an array of vectors, with dtype=tack.vec3())")
 
 
 def _chained(node) -> bool:

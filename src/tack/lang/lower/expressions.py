@@ -115,13 +115,7 @@ class ExpressionLowering:
     def expr_Name(self, node: ast.Name) -> E.Expr:
         scope = self.scope
         if node.id in scope.arrays:
-            param = scope.arrays[node.id]
-            if param in self.element_params:   # Warp's wp.array for a wp.vec3 value
-                element = self.element_params[param][1]
-                raise scope.error(TypeError, f"parameter '{param}' is used as a value, but "
-                                  f"the argument is an array of {element} elements (pass "
-                                  f"the value itself: tack.{element.name}"
-                                  f"(...), a tuple, or a NumPy array of its shape)", node)
+            self.require_no_vector_array(node.id, node)
             raise scope.unsupported(f"use of array '{node.id}' as a value", node)
         if node.id in scope.rename:
             return self.local_value(scope.rename[node.id], scope.span(node))
@@ -131,6 +125,18 @@ class ExpressionLowering:
             " in the kernel: it is a Python value here, and kernels capture none; pass "
             "it as an argument")
         raise scope.error(NameError, f"name '{node.id}' is not defined{captured}", node)
+
+    def require_no_vector_array(self, name: str, node) -> None:
+        """The argument's ``TypeError`` where array ``name`` is a parameter given
+        an array of vectors and the kernel uses it as one vector value (Warp's
+        ``wp.array`` for a ``wp.vec3``)."""
+        param = self.scope.arrays[name]
+        if param in self.element_params:
+            element = self.element_params[param][1]
+            raise self.scope.error(TypeError, f"parameter '{param}' is used as a value, but "
+                                   f"the argument is an array of {element} elements (pass "
+                                   f"the value itself: tack.{element.name}(...), a tuple, "
+                                   f"or a NumPy array of its shape)", node)
 
     def expr_Attribute(self, node: ast.Attribute) -> E.Expr:
         module = self.scope.bindings.resolve_module(node.value)
@@ -146,6 +152,8 @@ class ExpressionLowering:
             hint = " (a kernel reads a.shape[k], or unpacks all of it: n, m = a.shape)"
         elif _is_array_name(self, node.value) and node.attr in _ARRAY_ATTRIBUTES:
             hint = " (a kernel reads an array's len(a) and a.shape[k])"
+        elif _is_array_name(self, node.value) and node.attr in ("x", "y", "z", "w"):
+            self.require_no_vector_array(node.value.id, node.value)
         elif node.attr in ("x", "y", "z", "w") and isinstance(node.value, ast.Name) and \
                 node.value.id in getattr(self, "scalar_params", ()):
             # the argument's mistake: a TypeError, as for other arguments
@@ -200,7 +208,8 @@ class ExpressionLowering:
             if isinstance(base, Vec):
                 return self.subscript_of(base, node.slice, node)
             if isinstance(value, ast.Subscript) and _is_array_name(self, value.value):
-                raise self.scope.unsupported(chained_index(node), node)
+                parameter = self.scope.arrays[value.value.id] in self.array_params
+                raise self.scope.unsupported(chained_index(node, parameter), node)
         array = self.array_name(value)
         index = self.flat_index(array, node.slice, node)
         span = self.scope.span(node)

@@ -222,9 +222,9 @@ class VectorLowering:
             array = self.array_name(base.value)
             element = self.elements.get(array)
             if element is None:
-                raise scope.unsupported(chained_index(target) if isinstance(
-                    target, ast.Subscript) else "component assignment into a scalar array",
-                    node)
+                raise scope.unsupported(chained_index(target, array in self.array_params)
+                                        if isinstance(target, ast.Subscript) else
+                                        "component assignment into a scalar array", node)
             flat = self.flat_index(array, base.slice, base)
             k = self.component_number(target, element.kind, element.shape, node)
             span = scope.span(node)
