@@ -15,7 +15,10 @@ process (Tack and the hand-written code take turns, so drift hits both):
 * ``sort_by_key``: 2M random i64 keys per rank against a NumPy + mpi4py
   sample sort (local sort, regular samples, splitters, ``Alltoallv``, merge).
 
-Times are the slowest rank's, medians over the repeats. Ratios are printed
+Times are the slowest rank's, medians over the repeats, each repeat one call
+after a barrier (a call's latency). The ``back to back`` rows time 200
+exchanges in a row instead, as a time stepper makes them: the ranks do not
+wait for each other between calls, so the per-call overheads add up. Ratios are printed
 last: time ratios (Tack / peer; targets <= 1.2 at 1 MiB and above, <= 2 at
 1 KiB) and the sort's throughput ratio (target >= 1).
 """
@@ -53,6 +56,21 @@ def side_by_side(comm, tack_fn, peer_fn, repeats) -> tuple:
     return statistics.median(ours), statistics.median(theirs)
 
 
+def back_to_back(comm, tack_fn, peer_fn, rounds, calls=200) -> tuple:
+    """Median per-call times of ``calls`` calls in a row, the two taking turns."""
+    def per_call(fn):
+        comm.Barrier()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return comm.allreduce((time.perf_counter() - start) / calls, op=MPI.MAX)
+    ours, theirs = [], []
+    for _ in range(rounds):
+        ours.append(per_call(tack_fn))
+        theirs.append(per_call(peer_fn))
+    return statistics.median(ours), statistics.median(theirs)
+
+
 def ring(comm):
     rank, size = comm.Get_rank(), comm.Get_size()
     return (rank - 1) % size, (rank + 1) % size
@@ -84,6 +102,8 @@ def bench_exchange(comm, blocks, nbytes, repeats):
         want = np.random.default_rng(mine).standard_normal(n)
         assert np.array_equal(message["x"].numpy(), want)
     result = side_by_side(comm, with_tack, by_hand, repeats)
+    if nbytes <= 1 << 14:
+        result += back_to_back(comm, with_tack, by_hand, max(3, repeats // 20))
     peer.Free()
     return result
 
@@ -189,7 +209,10 @@ def main():
         repeats = 200 if nbytes <= 1 << 17 else 30 if nbytes <= 1 << 20 else 10
         if quick:
             repeats = max(5, repeats // 10)
-        report(f"exchange {label_of(nbytes)}", *bench_exchange(comm, blocks, nbytes, repeats))
+        times = bench_exchange(comm, blocks, nbytes, repeats)
+        report(f"exchange {label_of(nbytes)}", *times[:2])
+        if len(times) > 2:
+            report(f"  back to back {label_of(nbytes)}", *times[2:])
     for nbytes in sizes:
         repeats = 200 if nbytes <= 1 << 17 else 30 if nbytes <= 1 << 20 else 10
         if quick:
