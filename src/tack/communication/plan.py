@@ -135,9 +135,9 @@ class Plan:
                 owners), the parts from each source block in ascending order.
         """
         world = self.blocks.world
-        # (a str first: any other op, a NumPy array say, must not raise here,
-        # before the agreement the other ranks wait in)
-        # (a plain str: the agreement codes repr(op), and np.str_ has another)
+        # op as a plain str, or None: any other op (a NumPy array, say) must not
+        # raise here, before the agreement the other ranks wait in, and the
+        # agreement codes repr(op), which differs for NumPy's str_
         known = str(op) if isinstance(op, str) and op in OPS else None
         views, error = fault(self._checked, values, known, op)
         dtype = None if error or views is None else self._dtype
