@@ -75,26 +75,36 @@ def ulp_error(got, reference, dtype):
     return np.where(same, 0.0, err)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=["f32", "f64"])
-def test_unary_math_within_ulp_bound(dtype, rng):
+def check_unary(kernel, table: dict, dtype, rng) -> None:
+    """``kernel(x, out)`` computes column k of ``out`` from column k of ``x`` by
+    the k-th function of ``table`` (name -> (reference, domain, ulp bound or
+    None for ``ULP_BOUND``'s, or 0.0: exact in the element type)), checked on
+    random inputs of every size."""
     for n in SIZES:
-        columns = [rng.floats(dtype, n, *domain) for _, domain in UNARY.values()]
-        x_np = np.stack(columns, axis=1) if n else np.zeros((0, len(UNARY)), dtype.numpy)
+        columns = [rng.floats(dtype, n, *domain) for _, domain, _ in table.values()]
+        x_np = np.stack(columns, axis=1) if n else np.zeros((0, len(table)))
         x_np = np.ascontiguousarray(x_np, dtype=dtype.numpy)
-        out = tack.zeros((n, len(UNARY)), dtype=dtype)
-        unary_math(tack.asarray(x_np), out)
+        out = tack.zeros((n, len(table)), dtype=dtype)
+        kernel(tack.asarray(x_np), out)
         got = out.numpy()
-        for k, (name, (ref, _)) in enumerate(UNARY.items()):
-            if name in EXACT:  # correctly rounded in the element type
-                want, bound = ref(x_np[:, k]).astype(np.float64), 0.0
+        for k, (name, (ref, _, bound)) in enumerate(table.items()):
+            if bound == 0.0:   # correctly rounded in the element type
+                want = ref(x_np[:, k]).astype(np.float64)
             else:
-                want, bound = ref(x_np[:, k].astype(np.float64)), ULP_BOUND[dtype]
+                want, bound = ref(x_np[:, k].astype(np.float64)), bound or ULP_BOUND[dtype]
             err = ulp_error(got[:, k], want, dtype)
             worst = int(err.argmax()) if n else 0
             assert n == 0 or err.max() <= bound, (
                 f"math.{name}({dtype}) off by {err.max():.2f} ulp (bound {bound}) at "
-                f"x={x_np[worst, k]!r}: got {got[worst, k]!r}, NumPy {want[worst]!r} "
+                f"x={x_np[worst, k]!r}: got {got[worst, k]!r}, reference {want[worst]!r} "
                 f"(n={n} {rng})")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=["f32", "f64"])
+def test_unary_math_within_ulp_bound(dtype, rng):
+    table = {name: (ref, domain, 0.0 if name in EXACT else None)
+             for name, (ref, domain) in UNARY.items()}
+    check_unary(unary_math, table, dtype, rng)
 
 
 def _per_element(fn):
@@ -138,22 +148,7 @@ def more_unary_math(x, out):
 
 @pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=["f32", "f64"])
 def test_more_unary_math_within_ulp_bound(dtype, rng):
-    for n in SIZES:
-        columns = [rng.floats(dtype, n, *domain) for _, domain, _ in MORE_UNARY.values()]
-        x_np = np.stack(columns, axis=1) if n else np.zeros((0, len(MORE_UNARY)))
-        x_np = np.ascontiguousarray(x_np, dtype=dtype.numpy)
-        out = tack.zeros((n, len(MORE_UNARY)), dtype=dtype)
-        more_unary_math(tack.asarray(x_np), out)
-        got = out.numpy()
-        for k, (name, (ref, _, bound)) in enumerate(MORE_UNARY.items()):
-            want = ref(x_np[:, k].astype(np.float64))
-            bound = bound or ULP_BOUND[dtype]
-            err = ulp_error(got[:, k], want, dtype)
-            worst = int(err.argmax()) if n else 0
-            assert n == 0 or err.max() <= bound, (
-                f"math.{name}({dtype}) off by {err.max():.2f} ulp (bound {bound}) at "
-                f"x={x_np[worst, k]!r}: got {got[worst, k]!r}, reference {want[worst]!r} "
-                f"(n={n} {rng})")
+    check_unary(more_unary_math, MORE_UNARY, dtype, rng)
 
 
 @tack.kernel
