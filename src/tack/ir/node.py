@@ -73,8 +73,19 @@ class Node:
 
 
 def node(cls):
-    """Make ``cls`` a frozen slotted dataclass node and record its field roles."""
-    cls = dataclass(frozen=True, slots=True)(cls)
+    """Make ``cls`` a frozen slotted dataclass node and record its field roles.
+
+    A subclass that declares no fields of its own (``class Sin(MathUnary)``,
+    most of them) inherits its base's generated methods, which work for any
+    subclass: it is only remade with empty slots. Generating them again for
+    each (``dataclass`` writes and compiles their source) took about 1 ms a
+    class, a fifth of the time ``import tack`` takes."""
+    if "__annotations__" in cls.__dict__ or not dataclasses.is_dataclass(cls.__base__):
+        cls = dataclass(frozen=True, slots=True)(cls)
+    else:
+        namespace = {k: v for k, v in cls.__dict__.items()
+                     if k not in ("__dict__", "__weakref__")}
+        cls = type(cls)(cls.__name__, cls.__bases__, dict(namespace, __slots__=()))
     roles = {OPERAND: [], DEFINITION: [], ATTR: []}
     for f in dataclasses.fields(cls):
         if f.name == "span":
