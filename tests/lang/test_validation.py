@@ -518,6 +518,12 @@ def k_chained_and_whole(a):
 
 
 @tack.kernel
+def k_chained_3(a):
+    for i in range(len(a)):
+        a[i] = a[i][0][1]
+
+
+@tack.kernel
 def k_chained_local(a):
     for i in range(len(a)):
         buf = tack.local_array(4, tack.f32)
@@ -692,6 +698,9 @@ _UNSUPPORTED = {
                          "with all its indices at once: a[i, i + 1]; for components, make "
                          "it an array of vectors, with dtype=tack.vec3()) at line 4, "
                          "column 19",
+    k_chained_3: "unsupported chained indexing a[i][0][1] (an array is indexed with all "
+                 "its indices at once: a[i, 0, 1]; for components, make it an array of "
+                 "vectors, with dtype=tack.vec3()) at line 4, column 16",
     k_chained_local: "unsupported chained indexing buf[0][0] (a local or shared array has "
                      "one index: buf[0]) at line 5, column 16",
     k_tuple_return: "unsupported tuple returned from a kernel (a kernel returns one "

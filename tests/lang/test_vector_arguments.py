@@ -5,6 +5,8 @@ inputs at sizes 0, 1 and odd ones, element types kept (an f32 vector beside
 f64 arrays stays f32), and the refusals.
 """
 
+import collections
+import enum
 import re
 
 import numpy as np
@@ -128,6 +130,46 @@ def test_integer_values_of_any_signs_share_one_signature():
         signed_weights(out, w)
         assert out.numpy().tolist() == [w[1], w[0] + w[1], 2 * w[0] + w[1]]
     assert len(signed_weights._plain.table) == 1   # no public count of signatures
+
+
+@tack.kernel
+def matrix_sum(out, m):
+    for i in range(len(out)):
+        out[i] = m[0][0] + m[0][1] + m[1][0] + m[1][1]
+
+
+@tack.kernel
+def pair_sum(out, w):
+    for i in range(len(out)):
+        out[i] = w[0] + w[1]
+
+
+Row = collections.namedtuple("Row", "a b")
+
+
+class Size(enum.IntEnum):
+    SMALL = 1
+    BIG = 2**40
+    NEGATIVE = -1
+
+
+def test_a_values_key_reads_every_component_it_takes():
+    # a namedtuple row, an IntEnum member and a bool are taken (or refused) by
+    # what they hold: keyed by their class only, a warm call reused a runner
+    # made for other numbers (a wrong sum, or struct.error), or ran a bool
+    out = tack.zeros(1, tack.f64)
+    for m, want in (((Row(1, 2), (3, 4)), 10.0), ((Row(1.5, 2.25), (3, 4)), 10.75),
+                    ((Row(2**40, 2), (3, 4)), 2.0**40 + 9), ([[1, 2], Row(3, 4.5)], 10.5)):
+        matrix_sum(out, m)
+        assert out.numpy()[0] == want, m
+    for w, want in (((1, 2), 3.0), ((Size.SMALL, 2), 3.0), ((Size.BIG, 2), 2.0**40 + 2)):
+        pair_sum(out, w)
+        assert out.numpy()[0] == want
+    with pytest.raises(TypeError, match="the kernel uses it as an array"):
+        pair_sum(out, (True, 2))          # after (1, 2): still refused
+    pair_sum(tack.zeros(1, tack.u64), (Size.SMALL, 2**64 - 2))
+    with pytest.raises(TypeError, match="do not fit one integer type"):
+        pair_sum(tack.zeros(1, tack.u64), (Size.NEGATIVE, 2**64 - 1))
 
 
 @tack.kernel

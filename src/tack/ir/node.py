@@ -14,6 +14,7 @@ verification are written once over these roles (see ``traversal.py``).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -80,7 +81,7 @@ def node(cls):
     subclass: it is only remade with empty slots. Generating them again for
     each (``dataclass`` writes and compiles their source) took about 1 ms a
     class, a fifth of the time ``import tack`` takes."""
-    if "__annotations__" in cls.__dict__ or not dataclasses.is_dataclass(cls.__base__):
+    if inspect.get_annotations(cls) or not dataclasses.is_dataclass(cls.__base__):
         cls = dataclass(frozen=True, slots=True)(cls)
     else:
         namespace = {k: v for k, v in cls.__dict__.items()

@@ -81,15 +81,16 @@ def _value_entry(value):
     """The signature entry of a NumPy array, tuple or list, a vector or matrix
     value or not (``values.py``): what its element type and its flattening
     depend on. For a tuple or list, each component's kind as a scalar's
-    (or each row's): no other check on a warm call."""
+    (or each row's, a row being any tuple or list, as ``values`` takes them):
+    no other check on a warm call."""
     if type(value) is np.ndarray:
         return ("value", value.dtype.char, value.shape)
-    if value and type(value[0]) in (tuple, list):
-        rows = tuple(tuple(map(_entry_kind, row)) if type(row) in (tuple, list) else None
+    if value and isinstance(value[0], _ROWS):
+        rows = tuple(tuple(map(_entry_kind, row)) if isinstance(row, _ROWS) else type(row)
                      for row in value)
-        if any(row and T.u64 in row for row in rows):
+        if any(type(row) is tuple and T.u64 in row for row in rows):
             return ("value", type(value), rows, _negative(
-                x for row in value if type(row) in (tuple, list) for x in row))
+                x for row in value if isinstance(row, _ROWS) for x in row))
         return ("value", type(value), rows)
     kinds = tuple(map(_entry_kind, value))
     if T.u64 in kinds:
@@ -97,15 +98,26 @@ def _value_entry(value):
     return ("value", type(value), kinds)
 
 
+_ROWS = (tuple, list)
+
+
 def _entry_kind(x):
-    """A component's kind: a scalar's, the type for anything else."""
-    return _scalar_kind(x) if type(x) in _NUMBER_TYPES else type(x)
+    """A component's kind: a number's by its value (int and float subclasses
+    too, an IntEnum's member say), a bool's and anything else's by its type
+    (no component of a value: the cold path refuses them)."""
+    t = type(x)
+    if t in _NUMBER_TYPES and t is not bool:
+        return _scalar_kind(x)
+    if isinstance(x, (int, float, np.integer, np.floating)) and \
+            not isinstance(x, (bool, np.bool_)):
+        return _scalar_kind(x)
+    return t
 
 
 def _negative(components) -> bool:
     """Whether a value with a component past the i64 range has a negative one
     too (an error, not a u64 value): such a value has a key of its own."""
-    return any(type(x) in _NUMBER_TYPES and x < 0 for x in components)
+    return any(isinstance(x, (int, np.integer)) and x < 0 for x in components)
 
 
 @functools.lru_cache(maxsize=None)

@@ -31,23 +31,30 @@ class Conflict:
 
 
 def chained_index(node: ast.Subscript, parameter: bool = True) -> str:
-    """What ``unsupported`` says of ``a[i][j]`` on an array of scalars (Numba's
-    spelling of ``a[i, j]``): kernels index all dimensions at once. A local or
-    shared array (``parameter`` false) has one dimension."""
-    inner = node.value
+    """What ``unsupported`` says of ``a[i][j]`` (or ``a[i][j][k]``) on an array
+    of scalars (Numba's spelling of ``a[i, j]``): kernels index all dimensions
+    at once. A local or shared array (``parameter`` false) has one dimension."""
+    parts, root = [], node
+    while isinstance(root, ast.Subscript):
+        parts.append(ast.unparse(root.slice))
+        root = root.value
+    name, parts = ast.unparse(root), parts[::-1]
     if not parameter:
         return (f"chained indexing {ast.unparse(node)} (a local or shared array has one "
-                f"index: {ast.unparse(inner)})")
-    joined = ", ".join(ast.unparse(p) for p in (inner.slice, node.slice))
+                f"index: {name}[{parts[0]}])")
     return (f"chained indexing {ast.unparse(node)} (an array is indexed with all its "
-            f"indices at once: {ast.unparse(inner.value)}[{joined}]; for components, "
-            f"make it an array of vectors, with dtype=tack.vec3())")
+            f"indices at once: {name}[{', '.join(parts)}]; for components, make it an "
+            f"array of vectors, with dtype=tack.vec3())")
 
 
-def _chained(node) -> bool:
-    """Whether ``node`` is ``a[i][j]``, ``a`` a name."""
-    return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript)
-            and isinstance(node.value.value, ast.Name))
+def chain_root(node):
+    """The name ``node`` indexes when it is ``a[i][j]``, ``a[i][j][k]``, ...
+    (two subscripts or more), else None."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript)):
+        return None
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def ndim_of(uses: dict, name: str) -> int:
@@ -112,9 +119,10 @@ def array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
 def _array_uses(source, tree: ast.FunctionDef, bindings: CallBindings,
                 _active=None) -> _Uses:
     uses = _Uses(source)
-    for node in ast.walk(tree):
-        if _chained(node):
-            uses.chained.setdefault(node.value.value.id, node)
+    for node in ast.walk(tree):     # outer nodes first: a whole chain is kept
+        root = chain_root(node)
+        if root is not None:
+            uses.chained.setdefault(root, node)
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             count = _index_count(node.slice)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...ir import expressions as E
 from ...ir import statements as S
-from .arrays import chained_index
+from .arrays import chain_root, chained_index
 from .vectors import Vec
 
 BINARY = {
@@ -183,10 +183,11 @@ class ExpressionLowering:
         element = self.elements.get(array)
         if element is not None and len(parts) != self.array_ndims[array]:
             ndim = self.array_ndims[array]
+            element_index = ", ".join("ijklmn"[:ndim]) if ndim <= 6 else "i, ..."
             raise self.scope.error(
                 TypeError, f"array '{array}' of {element} elements has {ndim} "
                 f"dimension(s) but is indexed with {len(parts)} indices (index the "
-                f"element, then its components: {array}[i].x)", node)
+                f"element, then its components: {array}[{element_index}].x)", node)
         return self.access_index(array, self.ordered(parts), node)
 
     def linearize(self, array: str, values, node) -> E.Expr:
@@ -202,14 +203,16 @@ class ExpressionLowering:
         value = node.value
         if isinstance(value, ast.Attribute) and value.attr == "shape":
             return self.shape_dim(value.value, node.slice, node)
+        root = chain_root(node)
+        if root in self.scope.arrays and self.scope.arrays[root] not in self.elements:
+            # an array of scalars has no rows: a[i][j] (the whole chain, named once)
+            parameter = self.scope.arrays[root] in self.array_params
+            raise self.scope.unsupported(chained_index(node, parameter), node)
         if not _is_array_name(self, value) and not (
                 isinstance(value, ast.Name) and value.id not in self.scope.bound):
             base = self.value(value)
             if isinstance(base, Vec):
                 return self.subscript_of(base, node.slice, node)
-            if isinstance(value, ast.Subscript) and _is_array_name(self, value.value):
-                parameter = self.scope.arrays[value.value.id] in self.array_params
-                raise self.scope.unsupported(chained_index(node, parameter), node)
         array = self.array_name(value)
         index = self.flat_index(array, node.slice, node)
         span = self.scope.span(node)
