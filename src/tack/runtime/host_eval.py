@@ -60,6 +60,8 @@ def in_i64(value: int, kernel: str) -> int:
 
 
 _UNCHECKED = re.compile(r"_dim\(a(\d+), (\d+), '[^']*'\)")
+
+
 def helpers(kernel: str) -> dict:
     """The names the evaluated source of kernel ``kernel``'s extents uses (its
     errors name the kernel, as ``ValueError``s pass ``Kernel.__call__`` unchanged)."""
