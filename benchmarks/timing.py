@@ -22,11 +22,14 @@ def per_call(run, sync, calls: int, repeats: int, warm: bool = True) -> float:
     return statistics.median(times)
 
 
-def in_turns(contenders: dict, calls: int, rounds: int) -> dict:
+def in_turns(contenders: dict, calls: int, rounds: int, settle: float = 0.0) -> dict:
     """Seconds per call of each of ``contenders`` (``{name: (run, sync)}``),
     measured in turns: every round runs one batch of ``calls`` calls of each (a
     warm-up call and its ``sync`` first), the order rotating, so that a machine
-    whose speed drifts between batches treats them alike. Returns
+    whose speed drifts between batches treats them alike. ``settle`` seconds
+    pass after each warm-up: thread pools spin for a while after a launch
+    (OpenMP's, which Numba uses, and Tack's), and on two cores a pool still
+    spinning from the other contender's batch slows the next one. Returns
     ``{name: [seconds per call, per round]}``, rounds aligned."""
     names = list(contenders)
     times = {name: [] for name in names}
@@ -35,6 +38,10 @@ def in_turns(contenders: dict, calls: int, rounds: int) -> dict:
             run, sync = contenders[name]
             run()
             sync()
+            if settle:
+                time.sleep(settle)
+                run()          # the pool's threads wake from their sleep once
+                sync()
             start = time.perf_counter()
             for _ in range(calls):
                 run()
