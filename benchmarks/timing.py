@@ -28,8 +28,9 @@ def in_turns(contenders: dict, calls: int, rounds: int, settle: float = 0.0) -> 
     warm-up call and its ``sync`` first), the order rotating, so that a machine
     whose speed drifts between batches treats them alike. ``settle`` seconds
     pass after each warm-up: thread pools spin for a while after a launch
-    (OpenMP's, which Numba uses, and Tack's), and on two cores a pool still
-    spinning from the other contender's batch slows the next one. Returns
+    (OpenMP's, which Numba uses, up to about 20 ms, Tack's about 1 ms), and on
+    two cores a pool still spinning from the other contender's batch slows the
+    next one (``cpu_peers.py`` warms each turn up for as long instead). Returns
     ``{name: [seconds per call, per round]}``, rounds aligned."""
     names = list(contenders)
     times = {name: [] for name in names}
