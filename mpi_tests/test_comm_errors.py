@@ -292,10 +292,16 @@ class HoldsStopped(BaseException):
     """Not an Exception: it left the agreement on its own rank, and the others hung."""
 
 
-def test_any_exception_in_holds_reaches_every_rank_as_its_type(comm, rng):
-    blocks, world, bad = setup(comm)
+def unit_boxes(blocks):
+    """Routing's inputs: block g owns [g, g + 1) x [0, 1) and asks one point of it."""
     bounds = {g: ((float(g), 0.0), (g + 1.0, 1.0)) for g in blocks.local}
     points = {g: tack.array(np.array([[g + 0.5, 0.5]])) for g in blocks.local}
+    return bounds, points
+
+
+def test_any_exception_in_holds_reaches_every_rank_as_its_type(comm, rng):
+    blocks, world, bad = setup(comm)
+    bounds, points = unit_boxes(blocks)
 
     def failing(raised):
         def holds(gid, pts):
@@ -323,8 +329,7 @@ def test_the_failing_rank_raises_its_own_exception_even_with_nan_arguments(comm,
     # the failing rank was found by comparing records, and NaN != NaN: it got a
     # rebuilt copy with the note meant for the other ranks
     blocks, world, bad = setup(comm)
-    bounds = {g: ((float(g), 0.0), (g + 1.0, 1.0)) for g in blocks.local}
-    points = {g: tack.array(np.array([[g + 0.5, 0.5]])) for g in blocks.local}
+    bounds, points = unit_boxes(blocks)
     raised = HoldsFailed("no rank for", float("nan"))
 
     def holds(gid, pts):
