@@ -94,6 +94,11 @@ class World:
             ``None`` for one process without MPI.
         gpu_aware: hand MPI the arrays themselves through DLPack instead of
             staging them through host buffers.
+
+    A program uses ``rank``, ``size``, ``gpu_aware``, ``comm``, ``free()`` and
+    the ``with`` block. The other methods (``agree``, ``begin``, ``finish``,
+    ``isend``, ...) are the protocol the layer's calls share: a program that
+    called them would number its messages out of step with the other ranks.
     """
 
     def __init__(self, comm=None, gpu_aware: bool = False):
