@@ -5,8 +5,8 @@ dtype, n]`` each called once as ``kernel(a, out)`` on inputs drawn from
 ``seed`` (the parent draws the same ones), and optionally ``start_file``
 (wait for it to exist, so several children start together), ``load_bundle``
 and ``forbid_pickle``.
-Prints one JSON line: the outputs (and returned values), the cache's stats
-and the warnings.
+Prints one JSON line: the outputs (and returned values), the cache's stats,
+the warnings and which of the compiler's modules (``COMPILER``) were loaded.
 """
 
 import importlib
@@ -15,6 +15,11 @@ import os
 import sys
 import time
 import warnings
+
+# The lowering, the variant passes and the code generators: a process whose
+# kernels all come from the cache has no use for them.
+COMPILER = ("tack.lang.lower.kernel", "tack.ir.passes.pipeline",
+            "tack.codegen.llvm.module", "tack.codegen.c_family.emitter")
 
 
 def inputs(seed, index, dtype, n):
@@ -72,6 +77,7 @@ def main(spec):
         "outputs": outputs, "values": values, "stats": tack.cache.stats(), "loaded": loaded,
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught
                      if issubclass(w.category, RuntimeWarning)],
+        "compiler": [m for m in COMPILER if m in sys.modules],
     }))
 
 

@@ -30,6 +30,10 @@ def test_a_new_process_hits_what_another_wrote(cache_dir, seed, tools):
     warm = tools.run_child(cache_dir, CALLS, seed + 1)
     assert warm["stats"] == {"hits": 7, "misses": 0, "writes": 0}, seed
     assert cold["warnings"] == warm["warnings"] == []
+    # the hits never load the compiler (about a third of import tack's time)
+    assert cold["compiler"] == ["tack.lang.lower.kernel", "tack.ir.passes.pipeline",
+                                "tack.codegen.llvm.module"]
+    assert warm["compiler"] == []
 
 
 def test_a_read_mode_process_hits_and_never_writes(cache_dir, seed, tools):

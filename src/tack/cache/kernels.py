@@ -79,7 +79,7 @@ def _encode_lowered(lowered) -> dict:
 
 def _decode_lowered(meta: dict):
     from ..lang.lower.bounds import Site
-    from ..lang.lower.kernel import Lowered
+    from ..lang.lower.lowered import Lowered
     epilogue = meta["epilogue"]
     return Lowered(serialize.decode(meta["kernel"]),
                    None if epilogue is None else serialize.decode(epilogue),

@@ -10,8 +10,6 @@ fill whole workgroups). Unlike dispatch it does not translate errors.
 from __future__ import annotations
 
 from ..ir.cost import iteration_cost
-from ..ir.passes.pipeline import VariantRequest, run_pipeline
-from ..ir.passes.annotate import annotate_types
 from ..ir.passes.workgroups import requires_full_workgroups
 from ..ir.printer import format_function
 from ..ir.verify import verify
@@ -32,6 +30,7 @@ def _checked(name, fn, args, specs, backend, runtime):
     """``fn`` through the pipeline for the variant these arguments take (taking
     the extents in ``runtime`` at run time), with dispatch's checks of the
     result (read-only arrays it may write)."""
+    from ..ir.passes.pipeline import VariantRequest, run_pipeline   # (see Kernel._lower)
     variant = variant_mode(backend, fn, args, specs)
     request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                              backend.class_name, variant >= DISJOINT,
@@ -71,6 +70,7 @@ def inspect(kernel, *args, mode: str = "source") -> str:
                             backend, runtime)
         backend.typed(epilogue)   # its type errors, which its build would raise
     if mode == "ir":  # before any backend's scalar packing
+        from ..ir.passes.annotate import annotate_types
         return format_function(verify(annotate_types(optimized), "typed"))
     if mode == "cost":
         cost = iteration_cost(backend.typed(optimized))

@@ -14,14 +14,12 @@ from typing import NamedTuple
 
 from ..cache import kernels as disk
 from ..errors import UnsupportedSyntaxError
-from ..ir.passes.pipeline import VariantRequest, run_pipeline
 from ..ir.passes.resolve import shape_dependencies
 from ..ir.verify import verify
 from ..lang import device_class
 from ..lang.func import _require_def
 from ..lang.bindings import CallBindings
 from ..lang.lower.arrays import written_arrays
-from ..lang.lower.kernel import lower_kernel, validate_kernel
 from ..lang.source import read_source
 from . import debug as _debug
 from . import values
@@ -210,7 +208,8 @@ class Kernel:
             specialization += (expanded.disk_key,)
         key = disk.ir_key(self, specialization) if disk.enabled() else None
         lowered = disk.load_template(key) if key else None
-        if lowered is None:
+        if lowered is None:     # (the lowering loads with the first kernel lowered)
+            from ..lang.lower.kernel import lower_kernel
             elements = {names[k]: (ndim, dtype) for k, ndim, dtype in template.elements}
             lowered = lower_kernel(source, self.fn, template.debug, elements,
                                    expanded.extra if expanded is not None else None)
@@ -309,6 +308,7 @@ class Kernel:
             cached = disk.load_variant(disk_key, backend)
             if cached is not None:
                 return Variant(*cached)
+        from ..ir.passes.pipeline import VariantRequest, run_pipeline   # (see _lower)
         request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                                  backend.class_name, mode >= DISJOINT,
                                  backend.supports_workgroups, mode == STREAMING,
@@ -370,6 +370,7 @@ class Kernel:
         source = self.source if expanded is None else expanded.source
         count = len(source.tree.args.args)
         if len(args) != count:
+            from ..lang.lower.kernel import validate_kernel
             validate_kernel(source)   # its syntax errors come first
             raise TypeError(f"Kernel '{self.name}' expects {count} arguments, "
                             f"got {len(args)}")

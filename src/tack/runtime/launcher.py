@@ -19,7 +19,7 @@ import struct
 import threading
 
 from .. import types as T
-from ..codegen.llvm.module import POINTER
+from ..codegen.llvm.artifact import POINTER
 from .host_eval import extent_source, helpers
 
 _FORMATS = {T.i8: "b", T.i16: "h", T.i32: "i", T.i64: "q", T.u8: "B", T.u16: "H",

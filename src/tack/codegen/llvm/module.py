@@ -11,8 +11,6 @@ arrays, which is what lets LLVM vectorize without runtime overlap checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
 from ...ir import expressions as E
@@ -20,20 +18,10 @@ from ...ir.passes.resolve import extent_param
 from ...ir.statements import Function, ParallelFor
 from ...types import i64
 from ..identifiers import kernel_entry_name
+from .artifact import POINTER, LLVMKernel
 from .emitter import Emitter
 from .statements import emit_block, emit_parallel_loop
 from .types import BYTE_PTR, I32, I64, VOID, llvm_type, pointer_to
-
-POINTER = "ptr"
-
-
-@dataclass(frozen=True)
-class LLVMKernel:
-    """Generated code and what the runtime needs to call it."""
-
-    text: str
-    entry: str
-    pack_fields: tuple  # per field: a ScalarType or POINTER, extents last
 
 
 def _field_types(fn: Function):

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import ast
 import copy
-from dataclasses import dataclass
-from typing import Optional
 
 from ... import elements
 from ... import types as T
@@ -27,6 +25,7 @@ from .bounds import ERRORS, EXTENTS, SLOTS, BoundsLowering
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .inline import InlineLowering
+from .lowered import Lowered
 from .scope import Scope
 from .statements import StatementLowering, _is_range
 from .vectors import Vec, VectorLocal, VectorLowering
@@ -36,15 +35,6 @@ _HOST_NODES = (E.Const, E.Name, E.DimSize, E.Add, E.Sub, E.Mul, E.FloorDiv,
                E.Min, E.Max, E.Neg, E.Cast)
 _RESULT_TYPES = {"builtins.int": T.i64, "builtins.float": T.f64,
                  "builtins.bool": T.i32}
-
-
-@dataclass(frozen=True)
-class Lowered:
-    kernel: S.Function
-    epilogue: Optional[S.Function]
-    result_type: object         # ScalarType or CompositeType, None without a result
-    result_kind: Optional[str]  # "int", "float", "bool", "array" for the Python value
-    sites: tuple = ()           # debug mode: the checked access sites
 
 
 class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowering,

@@ -12,10 +12,9 @@ import numpy as np
 
 from ... import config
 from ... import types as T
-from ...codegen.llvm.module import POINTER, LLVMKernel, generate_llvm_ir
+from ...codegen.llvm.artifact import POINTER, LLVMKernel
 from ...ir.printer import format_function
 from ...ir.cost import Cost, iteration_cost
-from ...ir.passes.annotate import annotate_types
 from ...ir.verify import verify
 from ..backend import Backend
 from ..dispatch import write_only_params
@@ -199,10 +198,14 @@ class CPUBackend(Backend):
         return HostBuffer(nbytes, zeroed=True)
 
     # -- building ---------------------------------------------------------------
+    # The generator is imported by the first build: a process whose variants all
+    # come from the disk cache never loads it (see codegen/llvm/artifact.py).
     def typed(self, fn):
+        from ...ir.passes.annotate import annotate_types
         return verify(annotate_types(fn), "typed")
 
     def generate(self, fn) -> LLVMKernel:
+        from ...codegen.llvm.module import generate_llvm_ir
         target = jit.host()
         return generate_llvm_ir(self.typed(fn), target.triple, target.data_layout)
 
@@ -211,6 +214,7 @@ class CPUBackend(Backend):
         return str(jit.optimized_module(text, _streamed(fn))) if optimized else text
 
     def build(self, fn) -> CPUProgram:
+        from ...codegen.llvm.module import generate_llvm_ir
         typed = self.typed(fn)
         target = jit.host()
         kernel = generate_llvm_ir(typed, target.triple, target.data_layout,

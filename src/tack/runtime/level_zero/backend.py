@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import types as T
-from ...codegen.c_family import generate_c_source
+from ...codegen.c_family.emitter import generate_c_source
 from ...codegen.c_family.prints import print_statements, with_print_buffer
 from ...codegen.c_family.targets import OpenCLTarget
 from ...ir.cost import Cost, iteration_cost

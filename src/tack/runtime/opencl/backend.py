@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import types as T
-from ...codegen.c_family import OpenCLTarget, generate_c_source
+from ...codegen.c_family.emitter import generate_c_source
+from ...codegen.c_family.targets import OpenCLTarget
 from ...codegen.c_family.prints import print_statements, with_print_buffer
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types

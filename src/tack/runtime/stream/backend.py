@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...codegen.c_family import generate_c_source
-from ...codegen.c_family.emitter import items_per_thread
+from ...codegen.c_family.emitter import generate_c_source, items_per_thread
 from ...codegen.c_family.prints import print_statements, with_print_buffer
 from ...ir.cost import Cost, iteration_cost
 from ...ir.passes.annotate import annotate_types
