@@ -25,8 +25,8 @@ last: time ratios (Tack / peer; targets <= 1.2 at 1 MiB and above, <= 2 at
 
 from __future__ import annotations
 
+import argparse
 import statistics
-import sys
 import time
 
 import numpy as np
@@ -189,8 +189,10 @@ def bench_sort(comm, blocks, repeats):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    quick = parser.parse_args().quick
     comm = MPI.COMM_WORLD
-    quick = "--quick" in sys.argv
     rank, size = comm.Get_rank(), comm.Get_size()
     world = tack.World(comm)
     blocks = tack.Blocks(["cpu"], world)

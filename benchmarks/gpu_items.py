@@ -8,6 +8,8 @@ codegen/c_family/targets.py is the winner of this run on an H200.
     PYTHONPATH=src python benchmarks/gpu_items.py
 """
 
+import argparse
+
 import tack
 from tack.codegen.c_family.targets import CUDATarget
 from gpu_peers import copy_bandwidth
@@ -29,6 +31,7 @@ def kernels():
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
     if not tack.device_count("cuda"):
         print("SKIP: no CUDA device")
         return

@@ -9,6 +9,7 @@ in the same run. Uses CuPy to compile and launch (skips without it).
     python benchmarks/gpu_shapes.py
 """
 
+import argparse
 import statistics
 
 SOURCE = r"""
@@ -100,6 +101,7 @@ def timed(cp, run, repeats=20):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
     try:
         import cupy as cp
     except ImportError:

@@ -138,8 +138,26 @@ def test_return_value_on_every_call(rng):
         assert k_float(tack.array(data)) == data[0] * 2.0 + 0.25, f"seed={rng.seed}"
 
 
+@tack.kernel
+def k_annotated_none(a) -> None:
+    for i in range(len(a)):
+        a[i] = 2.0
+
+
+@tack.kernel
+def k_annotated_no_return(a) -> float:
+    for i in range(len(a)):
+        a[i] = 3.0
+
+
 def test_kernel_without_return_gives_none():
     assert k_print_nothing(tack.zeros(3, tack.f32)) is None
+    # a valid annotation with nothing returned runs, as in Python (an invalid
+    # one is refused: test_validation.py)
+    for kernel, value in ((k_annotated_none, 2.0), (k_annotated_no_return, 3.0)):
+        a = tack.zeros(3, tack.f32)
+        assert kernel(a) is None
+        assert a.numpy().tolist() == [value] * 3
 
 
 # -- print -----------------------------------------------------------------------------

@@ -367,6 +367,12 @@ def k_return_bad_annotation(a) -> str:
 
 
 @tack.kernel
+def k_bad_annotation_no_return(a) -> str:
+    for i in range(len(a)):
+        a[i] = 1.0
+
+
+@tack.kernel
 def k_unreachable_break(a):
     for i in range(len(a)):
         for j in range(3):
@@ -650,6 +656,8 @@ _UNSUPPORTED = {
                         "annotated final return statement) at line 6, column 13",
     k_return_bad_annotation: "unsupported return annotation (use int, float, bool, "
                              "a tack scalar type or a vector type) at line 2, column 35",
+    k_bad_annotation_no_return: "unsupported return annotation (use int, float, bool, "
+                                "a tack scalar type or a vector type) at line 2, column 38",
     k_unreachable_break: "unsupported unreachable statement after break at line 6, "
                          "column 13",
     k_unreachable_continue: "unsupported unreachable statement after continue at "

@@ -94,6 +94,7 @@ def stats() -> dict:
 
 
 def reset_stats() -> None:
+    """Zero this process's hit, miss and write counters (see :func:`stats`)."""
     for name in _cache().stats:
         _cache().stats[name] = 0
 

@@ -38,7 +38,9 @@ from .names import names_in
 
 
 def device_class(cls):
-    """Class decorator: instances may be passed to kernels (see module doc)."""
+    """Class decorator: instances may be passed to kernels, which read their
+    arrays and numbers and call their ``@tack.func`` methods (the language guide,
+    "Device classes")."""
     if not isinstance(cls, type):
         raise TypeError(f"@tack.device_class decorates a class, not {type(cls).__name__}")
     cls._device_class = True

@@ -40,7 +40,7 @@ def set_debug(enabled: bool = True) -> None:
 
 
 def debug_enabled() -> bool:
-    """Whether debug mode (bounds and overflow checks in kernels) is on."""
+    """Whether debug mode (bounds checks on kernels' array accesses) is on."""
     return state.enabled
 
 

@@ -243,7 +243,12 @@ def _free_slot(slot: int) -> None:
 
 
 def device(spec="cpu", **options) -> Device:
-    """The Device ``spec`` names (see ``docs/runtime.md``)."""
+    """The Device ``spec`` names: ``"cpu"``, or ``"opencl"``, ``"cuda"``, ``"hip"``
+    or ``"level_zero"`` with an optional ``":N"`` (``"opencl"`` is
+    ``"opencl:0"``); a Device is returned as it is. Without options a spec
+    names one device for the life of the process; options (the CPU's
+    ``num_threads``) make a new device at every call. The runtime guide's
+    "Devices" section lists every option and mistake."""
     if isinstance(spec, Device):
         if options:
             raise TypeError("options make a new device: pass a device spec, not a Device")

@@ -84,6 +84,8 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         kernel = S.Function(self.source.name, params, pre_ir + (loop,),
                             span=self.source.span(tree))
         if returned is None:
+            if tree.returns is not None and not _is_none(tree.returns):
+                self.result_type(tree.returns)   # checked, though nothing is returned
             return Lowered(kernel, None, None, None, tuple(self.sites))
         return self.epilogue(tree, returned, kernel, pre_ir)
 
@@ -477,6 +479,11 @@ def _check_loop_copies(scope, tree, preamble, loop: ast.For, returned) -> None:
                 f"assigns its own copy, so the return would see the value from before "
                 f"the loop (to sum, count or find a maximum, use an atomic on an array, "
                 f"or tack.algorithms)", n)
+
+
+def _is_none(annotation) -> bool:
+    """``-> None``, which a kernel that returns nothing may say."""
+    return isinstance(annotation, ast.Constant) and annotation.value is None
 
 
 def _split_result(tree: ast.FunctionDef):
