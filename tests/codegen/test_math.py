@@ -208,6 +208,28 @@ def test_round_is_pythons_halves_to_even(dtype, rng):
 
 
 @tack.kernel
+def rounded_constants(out, x):
+    for i in range(1):
+        out[0] = round(1e300)
+        out[1] = round(-math.inf)
+        out[2] = round(math.inf) + round(x[0])
+        out[3] = math.trunc(math.nan)
+        out[4] = round(2.5)
+        out[5] = round(-3.5)
+        out[6] = math.floor(-1e30)
+        out[7] = round(x[0] + 1e30)
+
+
+def test_round_of_constants_past_the_integers_saturates():
+    # (PoCL crashed compiling rint of an infinite or huge constant, or dropped
+    # every store of the kernel: round() calls a guarded rint on OpenCL)
+    out = tack.full(8, 7, dtype=tack.i64)
+    rounded_constants(out, tack.zeros(1))
+    top, bottom = 2**63 - 1, -2**63
+    assert out.numpy().tolist() == [top, bottom, top, 0, 2, -4, bottom, top]
+
+
+@tack.kernel
 def int_trunc(x, out):
     for i in range(len(x)):
         out[i] = math.trunc(x[i])

@@ -431,6 +431,11 @@ def _round(e, em):
     # rint rounds in the current mode, which is to nearest, halves to even
     spelled = {E.Floor: "floor", E.Ceil: "ceil", E.Trunc: "trunc", E.Round: "rint"}[type(e)]
     name = em.target.math(spelled, e.operand.dtype)
+    helper = em.target.rint_helper(e.operand.dtype) \
+        if spelled == "rint" and e.operand.dtype.is_float else None
+    if helper is not None:
+        name = helper[0]
+        em.prelude.add_text(name, helper[1])
     return em.target.saturating(e.dtype, f"{name}({c(e.operand, em)})")
 
 

@@ -79,6 +79,10 @@ class CTarget:
         """``(call, C text)`` of a helper giving NaN, or None: the literal is fine."""
         return None
 
+    def rint_helper(self, dtype):
+        """``(name, C text)`` of a function to call instead of ``rint``, or None."""
+        return None
+
     def special_float(self, dtype, kind: str) -> str:
         """NaN or +infinity of ``dtype`` (``kind``: "nan" or "inf")."""
         if dtype == T.f32:
@@ -156,6 +160,17 @@ class OpenCLTarget(CTarget):
         name = f"tack_nan_{dtype.name}"
         return (f"{name}()", f"static inline {t} {name}(void) {{ volatile {t} v = "
                              f"({t})NAN; return v; }}\n")
+
+    def rint_helper(self, dtype) -> tuple:
+        """``tack_rint_*``: ``rint`` only below the magnitude where every float is
+        an integer, the argument itself above (and for NaN). The same values;
+        PoCL (3.1) crashed compiling, or dropped the kernel's stores, where
+        ``rint`` of an infinity or of a constant past that magnitude folded."""
+        t = self.type(dtype)
+        name = f"tack_rint_{dtype.name}"
+        limit = "0x1p23f" if dtype == T.f32 else "0x1p52"
+        return (name, f"static inline {t} {name}({t} x) {{ "
+                      f"return fabs(x) < {limit} ? rint(x) : x; }}\n")
 
     def literal_suffix(self, dtype) -> str:
         return {T.i64: "L", T.u64: "UL", T.u32: "U", T.f32: "f"}.get(dtype, "")
