@@ -265,6 +265,40 @@ def test_exponents_computed_from_literals_are_the_literal_powers(dtype, rng):
 
 
 @tack.kernel
+def computed_exponents_more(a, out):
+    for i in range(len(a)):
+        out[i, 0] = a[i] ** (27 // 2)                # 13, as a[i] ** 13
+        out[i, 1] = a[i] ** (113 % 100)
+        out[i, 2] = a[i] ** (13 ** 1)
+        out[i, 3] = a[i] ** (6.5 * 2)
+        out[i, 4] = a[i] ** (-27 // 2)               # -14: floors, as Python
+        out[i, 5] = a[i] ** (1 / 2)                  # 0.5, exactly
+        out[i, 6] = a[i] ** 13
+        out[i, 7] = a[i] ** -14
+        out[i, 8] = a[i] ** 0.5
+        out[i, 9] = a[i] ** (1 // 0)                 # by zero: not folded
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
+def test_exponents_computed_by_any_exact_literal_arithmetic_are_the_literals(dtype, rng):
+    # (// % ** and float steps that need no rounding: the same bits as the
+    # literal; random differential audit: they called pow, CPU != OpenCL)
+    for n in SIZES:
+        a_np = rng.values(dtype, n)
+        out = zeros((n, 10), dtype)
+        computed_exponents_more(tack.asarray(a_np), out)
+        got = out.numpy()
+        for column, twin in ((0, 6), (1, 6), (2, 6), (3, 6), (4, 7), (5, 8)):
+            np.testing.assert_array_equal(got[:, column], got[:, twin],
+                                          err_msg=f"column {column} {rng}")
+        np.testing.assert_array_equal(got[:, 9], np.ones(n, dtype.numpy))   # x ** 0
+    ir = tack.inspect(computed_exponents_more, zeros(3, dtype), zeros((3, 10), dtype),
+                      mode="ir")
+    assert ir.count("** 13.0:") == 5 and "** -14.0:" in ir and ir.count("** 0.5:") == 2
+    assert "1:i64 // 0:i64" in ir                      # kept
+
+
+@tack.kernel
 def integer_exponents(a, e, k, out, out_k):
     for i in range(len(a)):
         out[i] = a[i] ** e[i]

@@ -1,59 +1,99 @@
-"""A float power whose exponent is integer arithmetic on literals (typing).
+"""A float power whose exponent is arithmetic on literals (typing).
 
 ``x ** (1 + 2)`` or ``x ** (2 * 4 - 1)`` would reach the backends as ``x`` to
-the power of a conversion of an integer sum, which they pass to ``pow``,
-while ``x ** 3`` becomes multiplications (``codegen/llvm/powers.py``); the
-two could differ by an ulp, and ``pow`` costs more. Typing (``annotate``)
-replaces such an exponent by the literal it computes, so both spellings
-compile alike on every backend.
+the power of a computed value, which they pass to ``pow``, while ``x ** 3``
+becomes multiplications (``codegen/llvm/powers.py``); the two could differ by
+an ulp, and ``pow`` costs more. Typing (``annotate``) replaces such an
+exponent by the literal it computes, so both spellings compile alike on every
+backend.
 
-Only ``+``, ``-``, unary ``-`` and ``*`` of integer literals fold, and only
-where no step leaves its type's range: a wrapped value keeps the expression
-(its meaning is the backends' wrapping, which this does not model).
+The arithmetic is evaluated exactly (integers and fractions), and folds only
+where every step's exact result is a value of its type, so that each backend
+would compute that very value: integer ``+ - * // % **`` and unary ``-``
+that do not wrap (``//`` and ``%`` floor, as the kernel's do; by zero they
+keep the expression), and float ``+ - * /`` whose results need no rounding
+(``6.5 * 2``, ``1 / 2``). A wrapped or rounded step keeps the expression: its
+meaning is the backends' arithmetic, which this does not model.
 """
 
 from __future__ import annotations
 
-from ..expressions import Add, Cast, Const, Mul, Neg, Sub
+import math
+from fractions import Fraction
 
-_ARITHMETIC = {Add: lambda a, b: a + b, Sub: lambda a, b: a - b,
-               Mul: lambda a, b: a * b}
+import numpy as np
+
+from ..expressions import Add, Cast, Const, FloorDiv, Mod, Mul, Neg, Pow, Sub, TrueDiv
+
+_ANY = {Add: lambda a, b: a + b, Sub: lambda a, b: a - b, Mul: lambda a, b: a * b}
+_INTEGER = {FloorDiv: lambda a, b: a // b, Mod: lambda a, b: a % b,
+            Pow: lambda a, b: a ** b}
+_FLOAT = {TrueDiv: lambda a, b: Fraction(a) / b}
+_LARGEST_POWER = 64      # an integer power past this wraps unless its base is 0 or +-1
 
 
 def folded_exponent(rhs):
     """The literal a float power's typed exponent ``rhs`` computes, or None
-    (``rhs`` a literal already, or not integer-literal arithmetic)."""
+    (``rhs`` a literal already, or not exact literal arithmetic)."""
     if isinstance(rhs, Const) or not rhs.dtype.is_float:
         return None
-    k = _integer_value(rhs)
-    if k is None or abs(k) > 1 << 24:   # exact in either float type
+    value = _value(rhs)
+    if value is None:
         return None
-    return Const(float(k), dtype=rhs.dtype, span=rhs.span)
+    return Const(float(value), dtype=rhs.dtype, span=rhs.span)
 
 
-def _integer_value(e):
-    """The value of integer-literal arithmetic ``e`` (possibly converted to a
-    float), or None where ``e`` is anything else or a step wraps."""
-    if e.dtype is None or e.dtype.is_float and not isinstance(e, Cast):
+def _value(e):
+    """The exact value (an int or a Fraction) of literal arithmetic ``e``, or None
+    where ``e`` is anything else or a step's result is not a value of its type."""
+    if e.dtype is None:
         return None
     if isinstance(e, Cast):
-        value = _integer_value(e.operand) if e.operand.dtype.is_int else None
-        if value is None or e.dtype.is_float:
-            return value
+        value = _value(e.operand)
+        if value is not None and e.operand.dtype.is_float and e.dtype.is_int:
+            return None                    # float to integer: saturation, not modelled
     elif isinstance(e, Const):
-        value = e.value if type(e.value) is int else None
+        value = _literal(e.value)
     elif isinstance(e, Neg):
-        inner = _integer_value(e.operand)
+        inner = _value(e.operand)
         value = None if inner is None else -inner
-    elif type(e) in _ARITHMETIC:
-        lhs, rhs = _integer_value(e.lhs), _integer_value(e.rhs)
-        value = None if lhs is None or rhs is None else _ARITHMETIC[type(e)](lhs, rhs)
     else:
+        value = _binary(e)
+    return value if value is not None and _holds(value, e.dtype) else None
+
+
+def _binary(e):
+    operation = _ANY.get(type(e)) or (_INTEGER if e.dtype.is_int else _FLOAT).get(type(e))
+    if operation is None:
         return None
-    return value if value is not None and _fits(value, e.dtype) else None
+    lhs, rhs = _value(e.lhs), _value(e.rhs)
+    if lhs is None or rhs is None:
+        return None
+    if type(e) in (FloorDiv, Mod, TrueDiv) and rhs == 0:
+        return None
+    if type(e) is Pow and not (0 <= rhs <= _LARGEST_POWER or abs(lhs) <= 1 and rhs >= 0):
+        return None
+    return operation(lhs, rhs)
 
 
-def _fits(value: int, dtype) -> bool:
-    if dtype.is_signed:
-        return -(1 << dtype.bits - 1) <= value < 1 << dtype.bits - 1
-    return 0 <= value < 1 << dtype.bits
+def _literal(value):
+    if type(value) is int:
+        return value
+    if type(value) is float and math.isfinite(value):
+        return Fraction(value)
+    return None
+
+
+def _holds(value, dtype) -> bool:
+    """Whether ``value`` is exactly a value of ``dtype``."""
+    if dtype.is_int:
+        if isinstance(value, Fraction) and value.denominator != 1:
+            return False
+        low, high = ((-(1 << dtype.bits - 1), 1 << dtype.bits - 1) if dtype.is_signed
+                     else (0, 1 << dtype.bits))
+        return low <= value < high
+    as_float = float(value) if abs(value) < 1 << 1000 else math.inf
+    if dtype.bits == 32:
+        with np.errstate(over="ignore"):
+            as_float = float(np.float32(as_float))
+    return math.isfinite(as_float) and Fraction(as_float) == value
