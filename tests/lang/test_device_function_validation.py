@@ -54,6 +54,28 @@ def f_break(x):
     return y
 
 
+@tack.func
+def f_annotated_parameter(x: float):
+    return x
+
+
+@tack.func
+def f_return_annotation(x) -> tack.i32:    # would look like a conversion
+    return x / 2
+
+
+@tack.kernel
+def k_uses_annotated_parameter(a):
+    for i in range(len(a)):
+        a[i] = f_annotated_parameter(a[i])
+
+
+@tack.kernel
+def k_uses_return_annotation(a):
+    for i in range(len(a)):
+        a[i] = f_return_annotation(a[i])
+
+
 @tack.kernel
 def k_uses_return_in_loop(a):
     for i in range(len(a)):
@@ -103,6 +125,14 @@ _DEVICE_UNSUPPORTED = {
                     "value at line 2, column 1",
     k_uses_break: "Device function 'f_break': unsupported unreachable statement "
                   "after break at line 7, column 9",
+    k_uses_annotated_parameter: "Device function 'f_annotated_parameter': unsupported "
+                                "parameter annotation (a parameter takes its argument's "
+                                "type; to convert it, write a cast in the body, such as "
+                                "tack.u32(x)) at line 2, column 30",
+    k_uses_return_annotation: "Device function 'f_return_annotation': unsupported return "
+                              "annotation on a device function (its result type follows "
+                              "its return values; to convert, cast the returned value, "
+                              "such as return tack.i32(x)) at line 2, column 31",
 }
 
 

@@ -367,6 +367,12 @@ def k_return_bad_annotation(a) -> str:
 
 
 @tack.kernel
+def k_parameter_annotation(a, seed: tack.u32):
+    for i in range(len(a)):
+        a[i] = seed
+
+
+@tack.kernel
 def k_bad_annotation_no_return(a) -> str:
     for i in range(len(a)):
         a[i] = 1.0
@@ -656,6 +662,9 @@ _UNSUPPORTED = {
                         "annotated final return statement) at line 6, column 13",
     k_return_bad_annotation: "unsupported return annotation (use int, float, bool, "
                              "a tack scalar type or a vector type) at line 2, column 35",
+    k_parameter_annotation: "unsupported parameter annotation (a parameter takes its "
+                            "argument's type; to convert it, write a cast in the body, "
+                            "such as tack.u32(seed)) at line 2, column 37",
     k_bad_annotation_no_return: "unsupported return annotation (use int, float, bool, "
                                 "a tack scalar type or a vector type) at line 2, column 38",
     k_unreachable_break: "unsupported unreachable statement after break at line 6, "

@@ -75,6 +75,15 @@ class _Validator(ast.NodeVisitor):
             self.reject("default parameter value", node)
         for arg in args.args:
             self._check_name(arg.arg, arg)
+            if arg.annotation is not None:
+                self.reject("parameter annotation (a parameter takes its argument's "
+                            "type; to convert it, write a cast in the body, such as "
+                            f"tack.u32({arg.arg}))", arg.annotation)
+        if self.source.kind != "Kernel" and node.returns is not None and not (
+                isinstance(node.returns, ast.Constant) and node.returns.value is None):
+            self.reject("return annotation on a device function (its result type "
+                        "follows its return values; to convert, cast the returned "
+                        "value, such as return tack.i32(x))", node.returns)
         self._body(node.body, top=True)
 
     def _body(self, body, top=False):
