@@ -345,8 +345,10 @@ ERRORS = [
                 "'Spring' are not visible in kernels at line 4, column 16"),
     (e_missing, "Kernel 'e_missing': 'spring.nothing' is not a number or array attribute of "
                 "this device class 'Spring' instance at line 4, column 16"),
-    (e_string, "Kernel 'e_string': 'spring.label' of device class 'Spring' is a str; kernels "
-               "take numbers and arrays at line 4, column 16"),
+    (e_string, "Kernel 'e_string': 'spring.label' of device class 'Spring' is a str; a device "
+               "class's attributes are numbers and tack.Arrays (pass a vector or matrix value "
+               "as a kernel argument, or keep its components as numbers) at line 4, "
+               "column 16"),
 ]
 
 
@@ -443,8 +445,10 @@ def test_an_attribute_that_becomes_unusable_is_an_error_at_that_call(rng):
     apply(spring, tack.array(x), f)
     before = f.numpy().copy()
     spring.rest = "far"
-    message = ("Kernel 'apply': 'spring.rest' of device class 'Spring' is a str; kernels take "
-               "numbers and arrays in method 'stretch' at line 3, column 34")
+    message = ("Kernel 'apply': 'spring.rest' of device class 'Spring' is a str; a device "
+               "class's attributes are numbers and tack.Arrays (pass a vector or matrix "
+               "value as a kernel argument, or keep its components as numbers) in method "
+               "'stretch' at line 3, column 34")
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         apply(spring, tack.array(x + 1), f)
     np.testing.assert_array_equal(f.numpy(), before, err_msg=f"seed={rng.seed}")

@@ -213,9 +213,12 @@ def _classify(obj, attrs, param: str, owner: str) -> tuple:
             out.append((attr, "const", _constant_key(value)) if on_class
                        else (attr, "scalar", None))
         else:
+            kind = type(value).__name__
             raise _Unusable(attr, f"{owner}: '{param}.{attr}' of device class "
-                                  f"'{cls.__name__}' is a {type(value).__name__}; kernels "
-                                  f"take numbers and arrays")
+                                  f"'{cls.__name__}' is {'an' if kind[0] in 'aeiou' else 'a'} "
+                                  f"{kind}; a device class's attributes are numbers and "
+                                  f"tack.Arrays (pass a vector or matrix value as a kernel "
+                                  f"argument, or keep its components as numbers)")
     return tuple(out)
 
 
