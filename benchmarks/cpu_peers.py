@@ -1,4 +1,4 @@
-"""Tack against NumPy, Numba and Warp on the CPU, side by side in one run.
+"""Tack against NumPy, Numba, Warp and Taichi on the CPU, side by side in one run.
 
 For each framework this measures
 
@@ -19,9 +19,12 @@ metrics (per round, a few warm-up and a few timed calls of each, the order
 rotating), so that the machine's drift hits them alike; their ratios are
 medians over rounds of the ratio within a round. The table ends with ratios of Tack against
 each peer. Peers run with their defaults (Numba: all cores through
-``prange``; Warp: ``device="cpu"``, default module options).
+``prange``; Warp: ``device="cpu"``, default module options; Taichi:
+``arch=ti.cpu``, kernels over ``ti.field``s, which launched and ran faster
+than over ``ti.ndarray``s here). Frameworks that are not
+installed are left out.
 
-Run:  python benchmarks/cpu_peers.py [--quick] [--only tack,numpy,numba,warp]
+Run:  python benchmarks/cpu_peers.py [--quick] [--only tack,numpy,numba,warp,taichi]
 """
 
 import argparse
@@ -39,7 +42,7 @@ import time
 
 import numpy as np
 
-FRAMEWORKS = ("tack", "numpy", "numba", "warp")
+FRAMEWORKS = ("tack", "numpy", "numba", "warp", "taichi")
 A = 2.0  # the saxpy coefficient
 
 FULL = dict(n=1 << 24, grid=4096, repeats=20, warmup=3, batches=50, per_batch=100)
@@ -286,16 +289,73 @@ class WarpPeer:
         self.wp.synchronize_device("cpu")
 
 
-PEERS = dict(tack=TackPeer, numpy=NumpyPeer, numba=NumbaPeer, warp=WarpPeer)
-MODULES = dict(tack="tack", numpy="numpy", numba="numba", warp="warp")
-DISPLAY = dict(tack="Tack", numpy="NumPy", numba="Numba", warp="Warp")
+class TaichiPeer:
+    name = "taichi"
+
+    def __init__(self):
+        import taichi as ti
+        self.ti = ti
+        self.version = ".".join(map(str, ti.__version__))
+        ti.init(arch=ti.cpu, offline_cache=False, log_level=ti.ERROR)
+        self.threads = os.cpu_count()   # its CPU backend's default: one per core
+
+    def kernels(self):
+        ti = self.ti
+        vector = grid = ti.template()   # fields: faster here than ti.ndarray arguments
+
+        @ti.kernel
+        def saxpy(x: vector, y: vector, a: ti.f32):
+            for i in range(x.shape[0]):
+                y[i] = a * x[i] + y[i]
+
+        @ti.kernel
+        def stencil(u: grid, out: grid):
+            for i, j in ti.ndrange((1, u.shape[0] - 1), (1, u.shape[1] - 1)):
+                out[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
+
+        @ti.kernel
+        def total(x: vector) -> ti.f32:
+            s = 0.0
+            for i in range(x.shape[0]):
+                s += x[i]     # a reduction: Taichi makes it an atomic per thread block
+            return s
+
+        return dict(saxpy=saxpy, stencil=stencil, total=total)
+
+    def to_dev(self, host):
+        dev = self.ti.field(dtype=self.ti.f32, shape=host.shape)
+        dev.from_numpy(host)
+        return dev
+
+    def to_host(self, dev):
+        return dev.to_numpy()
+
+    def saxpy(self, ns, x, y):
+        ns["saxpy"](x, y, A)
+
+    def stencil(self, ns, u, out):
+        ns["stencil"](u, out)
+
+    def total(self, ns, x):
+        return float(ns["total"](x))
+
+    def sync(self):
+        self.ti.sync()
+
+
+PEERS = dict(tack=TackPeer, numpy=NumpyPeer, numba=NumbaPeer, warp=WarpPeer,
+             taichi=TaichiPeer)
+MODULES = dict(tack="tack", numpy="numpy", numba="numba", warp="warp", taichi="taichi")
+DISPLAY = dict(tack="Tack", numpy="NumPy", numba="Numba", warp="Warp", taichi="Taichi")
 NOTES = (
     "saxpy: NumPy multiplies into a preallocated temporary, then adds in place.",
     "sum: Tack = block partials (8 accumulators each) + one atomic_add per block, "
     "read by an annotated return; NumPy = ndarray.sum; Numba = prange reduction "
-    "(f64 accumulator); Warp = wp.utils.array_sum.",
+    "(f64 accumulator); Warp = wp.utils.array_sum; Taichi = a kernel's += into "
+    "its returned sum (an f32 reduction).",
     "cold: a new process; Tack with TACK_CACHE=off, Numba without cache, Warp with "
-    "an empty kernel cache (its default options, so adjoints are compiled too).",
+    "an empty kernel cache (its default options, so adjoints are compiled too), "
+    "Taichi with offline_cache=False.",
 )
 
 
@@ -437,6 +497,8 @@ COLD_IMPORT = dict(
     numba="import numba",
     warp="import warp as wp\nwp.config.kernel_cache_dir = os.path.join(TMP, 'warp')\n"
          "wp.config.log_level = 40\nwp.init()",
+    taichi="import taichi as ti\nti.init(arch=ti.cpu, offline_cache=False, "
+           "log_level=ti.ERROR)",
 )
 
 COLD_KERNEL = dict(
@@ -499,6 +561,27 @@ COLD_KERNEL = dict(
             wp.launch(saxpy, dim=x.shape[0], inputs=[x, y, 2.0], device="cpu")
             wp.synchronize_device("cpu")
             return y.numpy()
+        ''',
+    taichi='''
+        import numpy as np
+        import taichi as ti
+
+        @ti.kernel
+        def saxpy(x: ti.types.ndarray(dtype=ti.f32, ndim=1),
+                  y: ti.types.ndarray(dtype=ti.f32, ndim=1), a: ti.f32):
+            for i in range(x.shape[0]):
+                y[i] = a * x[i] + y[i]
+
+        def make(x, y):
+            dx, dy = ti.ndarray(ti.f32, x.shape), ti.ndarray(ti.f32, y.shape)
+            dx.from_numpy(x)
+            dy.from_numpy(y)
+            return dx, dy
+
+        def call(x, y):
+            saxpy(x, y, 2.0)
+            ti.sync()
+            return y.to_numpy()
         ''',
 )
 
