@@ -293,6 +293,49 @@ def test_with_blocks_of_asyncio_tasks_apply_to_their_own_task():
     assert tack.get_default_device() is main_default
 
 
+@pytest.mark.parametrize("other_block_open", [False, True])
+def test_a_task_made_in_a_block_uses_it_only_while_the_block_is_open(other_block_open):
+    """A task created inside ``with d:`` inherits the block; once the block is
+    left, the task gets the default device, whatever other threads do (it got
+    the closed block's device whenever another thread had a block open)."""
+    main_default = tack.get_default_device()
+    d = tack.device("cpu", num_threads=1)
+    seen = {}
+    opened, done = threading.Event(), threading.Event()
+
+    def other_thread():
+        with tack.device("cpu", num_threads=2):
+            opened.set()
+            done.wait(30)
+    thread = threading.Thread(target=other_thread)
+    if other_block_open:
+        thread.start()
+        assert opened.wait(30)
+
+    async def task(left):
+        seen["inside"] = tack.get_default_device()
+        await left.wait()
+        seen["after"] = tack.get_default_device()
+        seen["array"] = tack.zeros(2).device
+
+    async def main():
+        left = asyncio.Event()
+        with d:
+            child = asyncio.create_task(task(left))
+            await asyncio.sleep(0)
+        left.set()
+        await child
+
+    try:
+        asyncio.run(main())
+    finally:
+        done.set()
+        if other_block_open:
+            thread.join(30)
+    assert seen["inside"] is d
+    assert seen["after"] is main_default and seen["array"] is main_default
+
+
 def test_a_with_block_overrides_the_process_default():
     d1 = tack.set_default_device("cpu", num_threads=1)
     d2 = tack.device("cpu", num_threads=2)

@@ -78,25 +78,38 @@ class Device:
         with _lock:
             _open_blocks += 1
             _refresh_warm()
-        _blocks.set(_blocks.get() + (self,))
+        _blocks.set(_blocks.get() + (_Block(self),))
         return self
 
     def __exit__(self, *exc) -> None:
         global _open_blocks
         blocks = _blocks.get()
-        if self in blocks:   # the innermost entry of this device: blocks nest
-            k = len(blocks) - 1 - blocks[::-1].index(self)
-            _blocks.set(blocks[:k] + blocks[k + 1:])
+        for k in range(len(blocks) - 1, -1, -1):   # the innermost: blocks nest
+            if blocks[k].device is self and blocks[k].open:
+                blocks[k].open = False   # also for the contexts copied from this one
+                _blocks.set(blocks[:k] + blocks[k + 1:])
+                break
         with _lock:
             _open_blocks -= 1
             _refresh_warm()
+
+
+class _Block:
+    """One `with device:` block; ``open`` until it is left. A task or thread that
+    runs in a copy of the context keeps the entry, and uses the device only
+    while the block is still open."""
+
+    __slots__ = ("device", "open")
+
+    def __init__(self, device):
+        self.device, self.open = device, True
 
 
 _lock = threading.Lock()
 _open_blocks = 0   # `with device:` blocks open on any thread
 _devices: dict = {}
 _default = None
-# The devices of the `with` blocks open in this context, innermost last: a
+# The `with` blocks (``_Block``) entered in this context, innermost last: a
 # context variable, so each thread, and each asyncio task (which runs in a
 # copy of its creator's context), has its own.
 _blocks: contextvars.ContextVar = contextvars.ContextVar("tack_device_blocks", default=())
@@ -330,9 +343,9 @@ def get_default_device() -> Device:
     global _default
     if not _open_blocks and _default is not None:
         return _default  # the warm path: no `with` block anywhere
-    blocks = _blocks.get()
-    if blocks:
-        return blocks[-1]
+    for block in reversed(_blocks.get()):
+        if block.open:
+            return block.device
     if _default is None:
         chosen = device("cpu")
         with _lock:
