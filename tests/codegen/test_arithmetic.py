@@ -277,6 +277,10 @@ def computed_exponents_more(a, out):
         out[i, 7] = a[i] ** -14
         out[i, 8] = a[i] ** 0.5
         out[i, 9] = a[i] ** (1 // 0)                 # by zero: not folded
+        out[i, 10] = a[i] ** (2.0 ** 2)
+        out[i, 11] = a[i] ** (9.0 // 2)
+        out[i, 12] = a[i] ** (9.0 % 5)
+        out[i, 13] = a[i] ** 4
 
 
 @pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
@@ -285,16 +289,18 @@ def test_exponents_computed_by_any_exact_literal_arithmetic_are_the_literals(dty
     # literal; random differential audit: they called pow, CPU != OpenCL)
     for n in SIZES:
         a_np = rng.values(dtype, n)
-        out = zeros((n, 10), dtype)
+        out = zeros((n, 14), dtype)
         computed_exponents_more(tack.asarray(a_np), out)
         got = out.numpy()
-        for column, twin in ((0, 6), (1, 6), (2, 6), (3, 6), (4, 7), (5, 8)):
+        for column, twin in ((0, 6), (1, 6), (2, 6), (3, 6), (4, 7), (5, 8), (10, 13),
+                             (11, 13), (12, 13)):
             np.testing.assert_array_equal(got[:, column], got[:, twin],
                                           err_msg=f"column {column} {rng}")
         np.testing.assert_array_equal(got[:, 9], np.ones(n, dtype.numpy))   # x ** 0
-    ir = tack.inspect(computed_exponents_more, zeros(3, dtype), zeros((3, 10), dtype),
+    ir = tack.inspect(computed_exponents_more, zeros(3, dtype), zeros((3, 14), dtype),
                       mode="ir")
     assert ir.count("** 13.0:") == 5 and "** -14.0:" in ir and ir.count("** 0.5:") == 2
+    assert ir.count("** 4.0:") == 4
     assert "1:i64 // 0:i64" in ir                      # kept
 
 

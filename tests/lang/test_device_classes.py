@@ -32,6 +32,8 @@ class Spring:
         self.anchors = anchors       # instance array
         self._hidden = 1.0
         self.label = "spring"
+        self.gravity = (0.0, -9.8, 0.0)          # a vector value: refused
+        self.weights = np.ones(3, np.float32)    # NumPy data: refused
 
     def plain(self, x):
         return x
@@ -336,6 +338,18 @@ def e_string(spring, x, f):
         f[i] = spring.label
 
 
+@tack.kernel
+def e_vector_value(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring.gravity[1]
+
+
+@tack.kernel
+def e_numpy_data(spring, x, f):
+    for i in range(len(x)):
+        f[i] = spring.weights[i]
+
+
 ERRORS = [
     (e_plain_method, "Kernel 'e_plain_method': 'spring.plain()' is not a @tack.func method of "
                      "device class 'Spring' at line 4, column 16"),
@@ -349,6 +363,15 @@ ERRORS = [
                "class's attributes are numbers and tack.Arrays (pass a vector or matrix value "
                "as a kernel argument, or keep its components as numbers) at line 4, "
                "column 16"),
+    (e_vector_value, "Kernel 'e_vector_value': 'spring.gravity' of device class 'Spring' is "
+                     "a tuple; a device class's attributes are numbers and tack.Arrays (pass "
+                     "a vector or matrix value as a kernel argument, or keep its components "
+                     "as numbers) at line 4, column 16"),
+    (e_numpy_data, "Kernel 'e_numpy_data': 'spring.weights' of device class 'Spring' is a "
+                   "NumPy array; a device class's attributes are numbers and tack.Arrays "
+                   "(wrap an array of data with tack.asarray(...); pass a vector or matrix "
+                   "value as a kernel argument, or keep its components as numbers) at line "
+                   "4, column 16"),
 ]
 
 

@@ -64,6 +64,35 @@ def f_return_annotation(x) -> tack.i32:    # would look like a conversion
     return x / 2
 
 
+@tack.func
+def f_none_returns_value(x) -> None:
+    return x * 2.0
+
+
+@tack.func
+def f_string_none(x) -> "None":    # returns nothing: fine
+    x = x + 1.0
+
+
+@tack.kernel
+def k_uses_none_returns_value(a):
+    for i in range(len(a)):
+        a[i] = f_none_returns_value(a[i])
+
+
+@tack.kernel
+def k_uses_string_none(a):
+    for i in range(len(a)):
+        f_string_none(a[i])
+        a[i] = 5.0
+
+
+def test_a_device_function_annotated_none_returns_nothing():
+    a = tack.zeros(3)
+    k_uses_string_none(a)
+    assert a.numpy().tolist() == [5.0] * 3
+
+
 @tack.kernel
 def k_uses_annotated_parameter(a):
     for i in range(len(a)):
@@ -128,7 +157,10 @@ _DEVICE_UNSUPPORTED = {
     k_uses_annotated_parameter: "Device function 'f_annotated_parameter': unsupported "
                                 "parameter annotation (a parameter takes its argument's "
                                 "type; to convert it, write a cast in the body, such as "
-                                "tack.u32(x)) at line 2, column 30",
+                                "float(x)) at line 2, column 30",
+    k_uses_none_returns_value: "Device function 'f_none_returns_value': unsupported return "
+                               "of a value from a device function annotated -> None at "
+                               "line 3, column 5",
     k_uses_return_annotation: "Device function 'f_return_annotation': unsupported return "
                               "annotation on a device function (its result type follows "
                               "its return values; to convert, cast the returned value, "

@@ -145,6 +145,12 @@ def k_annotated_none(a) -> None:
 
 
 @tack.kernel
+def k_annotated_string_none(a) -> "None":
+    for i in range(len(a)):
+        a[i] = 4.0
+
+
+@tack.kernel
 def k_annotated_no_return(a) -> float:
     for i in range(len(a)):
         a[i] = 3.0
@@ -154,7 +160,8 @@ def test_kernel_without_return_gives_none():
     assert k_print_nothing(tack.zeros(3, tack.f32)) is None
     # a valid annotation with nothing returned runs, as in Python (an invalid
     # one is refused: test_validation.py)
-    for kernel, value in ((k_annotated_none, 2.0), (k_annotated_no_return, 3.0)):
+    for kernel, value in ((k_annotated_none, 2.0), (k_annotated_no_return, 3.0),
+                          (k_annotated_string_none, 4.0)):
         a = tack.zeros(3, tack.f32)
         assert kernel(a) is None
         assert a.numpy().tolist() == [value] * 3

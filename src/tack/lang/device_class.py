@@ -213,13 +213,26 @@ def _classify(obj, attrs, param: str, owner: str) -> tuple:
             out.append((attr, "const", _constant_key(value)) if on_class
                        else (attr, "scalar", None))
         else:
-            kind = type(value).__name__
             raise _Unusable(attr, f"{owner}: '{param}.{attr}' of device class "
-                                  f"'{cls.__name__}' is {'an' if kind[0] in 'aeiou' else 'a'} "
-                                  f"{kind}; a device class's attributes are numbers and "
-                                  f"tack.Arrays (pass a vector or matrix value as a kernel "
-                                  f"argument, or keep its components as numbers)")
+                                  f"'{cls.__name__}' is {_describe(value)}; a device "
+                                  f"class's attributes are numbers and tack.Arrays "
+                                  f"({_attribute_hint(value)})")
     return tuple(out)
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return "a NumPy array"
+    kind = type(value).__name__
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
+def _attribute_hint(value) -> str:
+    vector = "pass a vector or matrix value as a kernel argument, or keep its " \
+             "components as numbers"
+    if isinstance(value, np.ndarray):
+        return f"wrap an array of data with tack.asarray(...); {vector}"
+    return vector
 
 
 def _constant_key(value):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 
+from .. import types as T
 from ..errors import UnsupportedSyntaxError, add_source_note
 from .source import Source
 
@@ -28,6 +29,19 @@ _SUPPORTED = (
 )
 _TERMINATORS = (ast.Return, ast.Break, ast.Continue)
 RESERVED_PREFIX = "__tack_"
+
+
+def is_none_annotation(annotation) -> bool:
+    """``-> None`` (or ``-> "None"``), which a function returning nothing may say."""
+    return isinstance(annotation, ast.Constant) and annotation.value in (None, "None")
+
+
+def _cast_hint(arg: ast.arg) -> str:
+    """``tack.u32(seed)``, or the annotation's own type as a cast where it names
+    a Tack scalar type or a Python number type (``float(x)`` for ``x: float``)."""
+    text = ast.unparse(arg.annotation)
+    types = {f"tack.{t.name}" for t in T.SCALAR_TYPES} | {"int", "float", "bool"}
+    return f"{text if text in types else 'tack.u32'}({arg.arg})"
 
 
 def unsupported(source: Source, construct: str, node) -> UnsupportedSyntaxError:
@@ -78,13 +92,21 @@ class _Validator(ast.NodeVisitor):
             if arg.annotation is not None:
                 self.reject("parameter annotation (a parameter takes its argument's "
                             "type; to convert it, write a cast in the body, such as "
-                            f"tack.u32({arg.arg}))", arg.annotation)
-        if self.source.kind != "Kernel" and node.returns is not None and not (
-                isinstance(node.returns, ast.Constant) and node.returns.value is None):
+                            f"{_cast_hint(arg)})", arg.annotation)
+        if self.source.kind != "Kernel" and node.returns is not None:
+            self._device_function_returns(node)
+        self._body(node.body, top=True)
+
+    def _device_function_returns(self, node: ast.FunctionDef) -> None:
+        """Only ``-> None``, and on a function that returns no value."""
+        if not is_none_annotation(node.returns):
             self.reject("return annotation on a device function (its result type "
                         "follows its return values; to convert, cast the returned "
                         "value, such as return tack.i32(x))", node.returns)
-        self._body(node.body, top=True)
+        for stmt in ast.walk(node):
+            if isinstance(stmt, ast.Return) and stmt.value is not None:
+                self.reject("return of a value from a device function annotated "
+                            "-> None", stmt)
 
     def _body(self, body, top=False):
         for k, stmt in enumerate(body):

@@ -11,9 +11,11 @@ The arithmetic is evaluated exactly (integers and fractions), and folds only
 where every step's exact result is a value of its type, so that each backend
 would compute that very value: integer ``+ - * // % **`` and unary ``-``
 that do not wrap (``//`` and ``%`` floor, as the kernel's do; by zero they
-keep the expression), and float ``+ - * /`` whose results need no rounding
-(``6.5 * 2``, ``1 / 2``). A wrapped or rounded step keeps the expression: its
-meaning is the backends' arithmetic, which this does not model.
+keep the expression), and float ``+ - * / **`` whose results need no rounding
+(``6.5 * 2``, ``1 / 2``, ``2.0 ** 2``: a power by a whole exponent from 0 to
+64), and float ``//`` and ``%`` of whole values (``9.0 // 2``). A wrapped or
+rounded step keeps the expression: its meaning is the backends' arithmetic,
+which this does not model.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from ..expressions import Add, Cast, Const, FloorDiv, Mod, Mul, Neg, Pow, Sub, T
 _ANY = {Add: lambda a, b: a + b, Sub: lambda a, b: a - b, Mul: lambda a, b: a * b}
 _INTEGER = {FloorDiv: lambda a, b: a // b, Mod: lambda a, b: a % b,
             Pow: lambda a, b: a ** b}
-_FLOAT = {TrueDiv: lambda a, b: Fraction(a) / b}
+_FLOAT = {TrueDiv: lambda a, b: Fraction(a) / b, FloorDiv: lambda a, b: Fraction(a // b),
+          Mod: lambda a, b: Fraction(a % b), Pow: lambda a, b: Fraction(a) ** int(b)}
 _LARGEST_POWER = 64      # an integer power past this wraps unless its base is 0 or +-1
 
 
@@ -71,9 +74,16 @@ def _binary(e):
         return None
     if type(e) in (FloorDiv, Mod, TrueDiv) and rhs == 0:
         return None
-    if type(e) is Pow and not (0 <= rhs <= _LARGEST_POWER or abs(lhs) <= 1 and rhs >= 0):
+    if type(e) is Pow and not (_whole(rhs) and (0 <= rhs <= _LARGEST_POWER
+                                               or abs(lhs) <= 1 and rhs >= 0)):
         return None
+    if type(e) in (FloorDiv, Mod) and not (_whole(lhs) and _whole(rhs)):
+        return None              # floats: C's fmod and a floor, rounded; not modelled
     return operation(lhs, rhs)
+
+
+def _whole(value) -> bool:
+    return not isinstance(value, Fraction) or value.denominator == 1
 
 
 def _literal(value):

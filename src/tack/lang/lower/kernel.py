@@ -19,7 +19,7 @@ from ...ir.passes.common import EPILOGUE_SUFFIX
 from ...ir.traversal import rewrite, walk
 from ..bindings import Intrinsic
 from ..names import NameAllocator, names_in, stores_to
-from ..validate import find_parallel_loop, validate_source
+from ..validate import find_parallel_loop, is_none_annotation, validate_source
 from .arrays import array_uses, ndim_of
 from .bounds import ERRORS, EXTENTS, SLOTS, BoundsLowering
 from .calls import CallLowering
@@ -84,7 +84,7 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
         kernel = S.Function(self.source.name, params, pre_ir + (loop,),
                             span=self.source.span(tree))
         if returned is None:
-            if tree.returns is not None and not _is_none(tree.returns):
+            if tree.returns is not None and not is_none_annotation(tree.returns):
                 self.result_type(tree.returns)   # checked, though nothing is returned
             return Lowered(kernel, None, None, None, tuple(self.sites))
         return self.epilogue(tree, returned, kernel, pre_ir)
@@ -479,11 +479,6 @@ def _check_loop_copies(scope, tree, preamble, loop: ast.For, returned) -> None:
                 f"assigns its own copy, so the return would see the value from before "
                 f"the loop (to sum, count or find a maximum, use an atomic on an array, "
                 f"or tack.algorithms)", n)
-
-
-def _is_none(annotation) -> bool:
-    """``-> None``, which a kernel that returns nothing may say."""
-    return isinstance(annotation, ast.Constant) and annotation.value is None
 
 
 def _split_result(tree: ast.FunctionDef):
