@@ -108,6 +108,11 @@ def _streamed(fn) -> tuple:
     return write_only_params(fn) if fn.streaming else ()
 
 
+def _ordinary(fn):
+    """A streaming variant's IR as the disjoint variant has it (no peel)."""
+    return fn.replace(streaming=False)
+
+
 _malloc_tuned = False
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 
@@ -211,15 +216,24 @@ class CPUBackend(Backend):
 
     def inspect_source(self, fn, optimized: bool) -> str:
         text = self.generate(fn).text
-        return str(jit.optimized_module(text, _streamed(fn))) if optimized else text
+        if not optimized:
+            return text
+        module = jit.optimized_module(text, _streamed(fn))
+        if module is None:       # the streaming variant runs the ordinary code
+            module = jit.optimized_module(self.generate(_ordinary(fn)).text)
+        return str(module)
 
     def build(self, fn) -> CPUProgram:
         from ...codegen.llvm.module import generate_llvm_ir
         typed = self.typed(fn)
         target = jit.host()
-        kernel = generate_llvm_ir(typed, target.triple, target.data_layout,
-                                  _entry_suffix(typed))
+        suffix = _entry_suffix(typed)
+        kernel = generate_llvm_ir(typed, target.triple, target.data_layout, suffix)
         obj = jit.compile_object(kernel.text, _streamed(fn))
+        if obj is None:          # streaming would not pay (streaming.pays): the
+            typed = self.typed(_ordinary(fn))       # ordinary code, under this symbol
+            kernel = generate_llvm_ir(typed, target.triple, target.data_layout, suffix)
+            obj = jit.compile_object(kernel.text)
         return self._load(kernel.entry, kernel.pack_fields, iteration_cost(typed), obj,
                           kernel.text)
 

@@ -83,23 +83,25 @@ def host() -> HostTarget:
 def optimized_module(text: str, streamed=()):
     """The module after O3, as llvmlite's ModuleRef; with ``streamed`` (the names
     of write-only arrays) its vector stores into them are non-temporal
-    (``streaming.py``)."""
+    (``streaming.py``), or None where streaming would not pay
+    (``streaming.pays``)."""
     target = host()
     with _compile_lock:
         module = target.parse(streaming.widen(text) if streamed else text)
         target.optimize(module)
         if streamed:
             marked, count = streaming.mark(str(module), streamed)
-            if count:
-                module = target.parse(marked)
+            if not streaming.pays(marked, count):
+                return None
+            module = target.parse(marked)
         return module
 
 
-def compile_object(text: str, streamed=()) -> bytes:
-    """LLVM IR text to an object file for the host."""
+def compile_object(text: str, streamed=()):
+    """LLVM IR text to an object file for the host (None as ``optimized_module``)."""
     with _compile_lock:
         module = optimized_module(text, streamed)
-        return host().machine.emit_object(module)
+        return None if module is None else host().machine.emit_object(module)
 
 
 def compile_glue(text: str) -> bytes:
