@@ -2,8 +2,9 @@
 
 Checked against NumPy's ``%`` at sizes 0, 1, 2, 3 and odd ones, for offsets
 from -3 to 3 (past ``n`` too, where the remainder stays for ``|k| > 1``), with
-``n`` an argument, a length baked into the variant (left to LLVM) and a
-length read at run time; the IR shows which form each variant has. Part of the backend suites.
+``n`` an argument, a length baked into the variant (a literal or a local
+equal to the baked extent) and a length read at run time; the IR shows which
+form each variant has. Part of the backend suites.
 """
 
 import numpy as np
@@ -67,16 +68,46 @@ def periodic_baked(a, out):
         out[i] = a[(i + 1) % len(a)] - a[(i - 1) % len(a)] + a[(i + 2) % len(a)]
 
 
-def test_a_baked_length_keeps_its_constant_remainder(rng):
-    # LLVM makes a remainder by a constant multiplications, faster than compares
+@tack.kernel
+def periodic_local(a, out):
+    n = len(a)                       # the usual spelling: a local, baked
+    for i in range(n):
+        out[i, 0] = a[(i + n - 1) % n] - 2.0 * a[i] + a[(i + 1) % n]
+        out[i, 1] = (i + 3) % n
+        out[i, 2] = (i + 1) % 10     # the baked length only where it is 10
+
+
+def test_a_baked_length_is_the_extent_too(rng):
+    # (LLVM's multiplications for a constant divisor, scalarized in a vector
+    # loop, ran 1.2-1.5x serial Numba's time: performance audit)
     x = rng.values(tack.f64, 10)
     ir = tack.inspect(periodic_baked, tack.array(x), tack.zeros(10, tack.f64), mode="ir")
-    assert ir.count("% 10:i64") == 3 and "__tack_shape" not in ir, ir
-    for n in (10, 1):
+    assert "%" not in ir and "__tack_shape" not in ir, ir
+    ir = tack.inspect(periodic_baked, tack.array(x[:8]), tack.zeros(8, tack.f64), mode="ir")
+    assert ir.count("% 8:i64") == 3, ir     # by a power of two LLVM masks, faster
+    for n in (10, 1, 8, 3):
         out = tack.zeros(n, tack.f64)
         periodic_baked(tack.array(x[:n]), out)
         want = np.roll(x[:n], -1) - np.roll(x[:n], 1) + np.roll(x[:n], -2)
         np.testing.assert_array_equal(out.numpy(), want, err_msg=f"n={n} {rng!r}")
+
+
+def test_a_local_holding_a_baked_length(rng):
+    ir = tack.inspect(periodic_local, tack.zeros(10, tack.f64), tack.zeros((10, 3), tack.f64),
+                      mode="ir")
+    assert "%" not in ir, ir
+    ir = tack.inspect(periodic_local, tack.zeros(11, tack.f64), tack.zeros((11, 3), tack.f64),
+                      mode="ir")
+    assert ir.count("%") == 1 and "% 10:i64" in ir, ir
+    for n in (0, 1, 2, 3, 7, 10, 11):      # (past four lengths: read at run time)
+        x = rng.values(tack.f64, n)
+        out = tack.full((n, 3), 7.0, tack.f64)
+        periodic_local(tack.array(x), out)
+        got, i = out.numpy(), np.arange(n)
+        want = np.roll(x, 1) - 2.0 * x + np.roll(x, -1)
+        np.testing.assert_array_equal(got[:, 0], want, err_msg=f"n={n} {rng!r}")
+        np.testing.assert_array_equal(got[:, 1], (i + 3) % max(n, 1), err_msg=f"n={n}")
+        np.testing.assert_array_equal(got[:, 2], (i + 1) % 10, err_msg=f"n={n}")
 
 
 @tack.kernel

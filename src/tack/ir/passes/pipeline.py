@@ -53,7 +53,8 @@ PIPELINE = (
         fn, rq.supports_workgroups, rq.backend_name), None),
     ("local_arrays", lambda fn, rq: check_local_arrays(fn), None),
     ("optimize", lambda fn, rq: propagate_copies(fn), "optimized"),
-    ("wrap", lambda fn, rq: wrap_modulo(fn), "optimized"),
+    ("wrap", lambda fn, rq: wrap_modulo(fn, rq.shapes(fn), rq.runtime_extents),
+     "optimized"),
     ("record", lambda fn, rq: fn.replace(disjoint=rq.disjoint, streaming=rq.streaming),
      None),
 )
