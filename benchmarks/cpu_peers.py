@@ -310,8 +310,10 @@ class TaichiPeer:
 
         @ti.kernel
         def stencil(u: grid, out: grid):
-            for i, j in ti.ndrange((1, u.shape[0] - 1), (1, u.shape[1] - 1)):
-                out[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
+            for i in range(1, u.shape[0] - 1):   # rows in parallel: faster than ndrange
+                for j in range(1, u.shape[1] - 1):
+                    out[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1]
+                                        + u[i, j + 1])
 
         @ti.kernel
         def total(x: vector) -> ti.f32:

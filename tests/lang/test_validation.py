@@ -373,6 +373,13 @@ def k_parameter_annotation(a, seed: tack.u32):
 
 
 @tack.kernel
+def k_none_returns_value(a) -> None:
+    for i in range(len(a)):
+        a[i] = 1.0
+    return a[0]
+
+
+@tack.kernel
 def k_bad_annotation_no_return(a) -> str:
     for i in range(len(a)):
         a[i] = 1.0
@@ -665,6 +672,8 @@ _UNSUPPORTED = {
     k_parameter_annotation: "unsupported parameter annotation (a parameter takes its "
                             "argument's type; to convert it, write a cast in the body, "
                             "such as tack.u32(seed)) at line 2, column 37",
+    k_none_returns_value: "unsupported return of a value from a kernel annotated -> None "
+                          "at line 5, column 5",
     k_bad_annotation_no_return: "unsupported return annotation (use int, float, bool, "
                                 "a tack scalar type or a vector type) at line 2, column 38",
     k_unreachable_break: "unsupported unreachable statement after break at line 6, "

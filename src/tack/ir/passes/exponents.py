@@ -75,7 +75,7 @@ def _binary(e):
     if type(e) in (FloorDiv, Mod, TrueDiv) and rhs == 0:
         return None
     if type(e) is Pow and not (_whole(rhs) and (0 <= rhs <= _LARGEST_POWER
-                                               or abs(lhs) <= 1 and rhs >= 0)):
+                                               or lhs in (-1, 0, 1) and rhs >= 0)):
         return None
     if type(e) in (FloorDiv, Mod) and not (_whole(lhs) and _whole(rhs)):
         return None              # floats: C's fmod and a floor, rounded; not modelled

@@ -7,7 +7,7 @@ runs after every step that names a stage. ``trace``, when given, is called as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..statements import Function
 from ..verify import verify
@@ -17,7 +17,7 @@ from .infer import check_arguments, infer_param_types
 from .local_arrays import check_local_arrays
 from .localize import localize_outer_scalars
 from .optimize import propagate_copies
-from .resolve import resolve
+from .resolve import resolve, shape_dependencies
 from .workgroups import check_workgroups
 from .wrap import wrap_modulo
 
@@ -34,6 +34,9 @@ class VariantRequest:
     supports_workgroups: bool = False
     streaming: bool = False   # stores into write-only arrays bypass the cache (CPU)
     runtime_extents: frozenset = frozenset()   # (array, dim) read at run time
+    # (array, dim) whose extents the variant's key bakes (the body reads them
+    # and they are not read at run time); run_pipeline fills it from the template
+    baked_extents: frozenset = frozenset()
 
     def shapes(self, fn: Function) -> dict:
         return {p.name: s.shape for p, s in zip(fn.params, self.specs) if s.is_array}
@@ -53,8 +56,7 @@ PIPELINE = (
         fn, rq.supports_workgroups, rq.backend_name), None),
     ("local_arrays", lambda fn, rq: check_local_arrays(fn), None),
     ("optimize", lambda fn, rq: propagate_copies(fn), "optimized"),
-    ("wrap", lambda fn, rq: wrap_modulo(fn, rq.shapes(fn), rq.runtime_extents),
-     "optimized"),
+    ("wrap", lambda fn, rq: wrap_modulo(fn, rq.shapes(fn), rq.baked_extents), "optimized"),
     ("record", lambda fn, rq: fn.replace(disjoint=rq.disjoint, streaming=rq.streaming),
      None),
 )
@@ -62,6 +64,9 @@ PIPELINE = (
 
 def run_pipeline(template: Function, request: VariantRequest, trace=None) -> Function:
     """The optimized IR of one variant; the template is never modified."""
+    baked = frozenset((name, d) for name, dims in shape_dependencies(template).items()
+                      for d in dims) - request.runtime_extents
+    request = replace(request, baked_extents=baked)
     fn = template
     for name, step, stage in PIPELINE:
         fn = step(fn, request)

@@ -42,15 +42,16 @@ from .names import assigned
 from .resolve import extent_param
 
 
-def wrap_modulo(fn: Function, shapes=None, runtime=frozenset()) -> Function:
+def wrap_modulo(fn: Function, shapes=None, baked_extents=frozenset()) -> Function:
     """``fn`` with its remainders by loop extents in compare form; ``shapes``
-    (each array parameter's shape) and ``runtime`` (the ``(array, dim)`` read at
-    run time) say which extents the variant baked."""
+    (each array parameter's shape) and ``baked_extents`` (the ``(array, dim)``
+    the variant's key bakes: only those are the same on every call that runs
+    it) say which extents are known numbers."""
     loop = fn.parallel_for
     counts = assigned(fn.body)
     constants = _constant_locals(fn, loop, counts)
     baked = {(name, d): extent for name, shape in (shapes or {}).items()
-             for d, extent in enumerate(shape) if (name, d) not in runtime}
+             for d, extent in enumerate(shape) if (name, d) in baked_extents}
     params = {p.name: p.dtype for p in fn.params if not p.is_array}
     # scalar parameters whose join with the i64 loop variable is i64
     wide = {name for name, t in params.items()

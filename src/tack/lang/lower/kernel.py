@@ -368,6 +368,9 @@ class Lowerer(ExpressionLowering, StatementLowering, CallLowering, InlineLowerin
 
     # -- the annotated return ---------------------------------------------------------
     def epilogue(self, tree, returned: ast.Return, kernel, pre_ir) -> Lowered:
+        if is_none_annotation(tree.returns):
+            raise self.scope.unsupported("return of a value from a kernel annotated "
+                                         "-> None", returned)
         result_type, kind = self.result_type(tree.returns)
         self.scope.loops.append("parallel")
         saved, self.pre = self.pre, []
