@@ -21,12 +21,14 @@ variables, when nothing assigns them, and only a divisor that is the
 variable's extent: the same scalar parameter, or the hidden parameter that
 holds an array's extent at run time; and likewise the variable of a
 sequential ``for j in range(n)`` inside it (a row's columns) whose ``n`` is a
-signed integer parameter (a length read at run time is one). A length
-baked into the variant is a constant divisor (a literal, or a local such as
-``n = len(x)`` assigned it once before the loop) and is the extent where the
-variant baked that very extent (``baked``: the arrays' shapes and the
-extents read at run time), but for a power of two, whose remainder LLVM makes
-a mask (4M f64: 2.8 ms a call, against 4.4 ms with the compares). Other
+signed integer parameter (a length read at run time is one).
+
+A length baked into the variant reaches the pass as a number: a literal, or
+a local such as ``n = len(x)`` assigned it once before the loop. It counts as
+the extent only where the variant's key bakes that extent
+(``VariantRequest.baked_extents``), so that every call running the variant
+has that length, and not for a power of two, whose remainder LLVM makes a
+mask (4M f64: 2.8 ms a call, against 4.4 ms with the compares). Other
 constants become multiplications, which the performance audit measured at
 1.2-1.5x serial Numba's time for ``x[(i + 1) % n]`` (0.6-0.7x with the
 compares).
