@@ -47,9 +47,10 @@ async def sync_async() -> None:
 
 
 def __getattr__(name):
-    # The communication layer and the algorithms load on first use, keeping
-    # `import tack` light (`tack.algorithms.sum(a)` works after `import tack`).
-    if name in ("algorithms", "communication"):
+    # The communication layer, the algorithms and the checkpoints load on first
+    # use, keeping `import tack` light (`tack.algorithms.sum(a)` works after
+    # `import tack`).
+    if name in ("algorithms", "communication", "io"):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:

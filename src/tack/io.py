@@ -1,0 +1,293 @@
+"""Checkpoint and restart of block-decomposed arrays in one HDF5 file (h5py).
+
+``save(path, blocks, values, attrs)`` writes every block's named arrays, and
+``load(path, blocks)`` reads them back onto the blocks' ranks and devices.
+The file is keyed by global block id, so a run may restart on another number
+of ranks as long as it makes the same number of blocks (the usual way to
+rebalance: many blocks, assigned to whatever ranks there are). Both calls are
+collective, and agree like every call of ``tack.communication``: a mistake
+found on one rank raises on every rank, before the file or any array changes.
+
+Rank 0 does all the file's I/O, since the h5py wheels on PyPI are built
+without MPI: the other ranks send it their arrays (one message per array,
+received and written one at a time, so rank 0 holds one other block's array
+at once), and ``load`` sends each rank its blocks' arrays the same way. A
+checkpoint is written to ``<path>.partial`` and renamed to ``path`` only when
+complete, so a job killed while writing keeps its previous checkpoint.
+
+The layout, readable by any HDF5 tool::
+
+    /                     attributes tack_checkpoint (format 1), block_count
+    /attrs                the attributes given to save (numbers, strings, arrays)
+    /blocks/<gid>/<name>  one dataset per array: the array's NumPy form (a vector
+                          or matrix array has its components as trailing
+                          dimensions), attribute tack_dtype ("f32", "vec3(f32)")
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import types as T
+from .communication.errors import (fault, require_dict, require_every_local,
+                                   require_named_arrays, the_blocks)
+from .communication.world import wait_all
+from .runtime.creation import array
+
+SAVE, LOAD = "tack.io.save()", "tack.io.load()"
+FORMAT = 1
+TAG_IO = 14            # beside the world's other tags (communication/world.py)
+_ATTR_TYPES = (bool, int, float, str, np.generic, np.ndarray)
+
+
+def save(path, blocks, values: dict, attrs: dict = None) -> None:
+    """Write the arrays of every block of the world to the HDF5 file ``path``.
+
+    Args:
+        path: the file (a ``str`` or ``os.PathLike``); an existing file is
+            replaced once the new one is complete.
+        blocks: the :class:`tack.Blocks` the arrays belong to.
+        values: ``{gid: {name: Array}}`` for every block of this rank; names are
+            non-empty strings without ``/``, and blocks may hold different names.
+        attrs: optional ``{name: value}`` stored with the checkpoint (the step,
+            the time, parameters): bools, ints, floats, strings, NumPy scalars
+            or NumPy arrays of numbers; the same on every rank.
+    """
+    world = blocks.world
+    found, error = fault(_check_save, path, blocks, values, attrs)
+    manifest, attrs = found if error is None else (None, None)
+    world.agree(SAVE, error, [the_blocks(blocks, SAVE),
+                              (None if error else _spelling(attrs), ValueError,
+                               f"{SAVE}: attrs")])
+    manifests = world.allgather(manifest)
+    if world.rank == 0:
+        error = _write(os.fspath(path), blocks, values, attrs, manifests)
+    else:
+        _send_arrays(world, manifest, values)
+        error = None
+    world.agree(SAVE, error)
+
+
+def load(path, blocks) -> tuple:
+    """Read a checkpoint written by :func:`save` onto ``blocks``.
+
+    Args:
+        path: the file.
+        blocks: a :class:`tack.Blocks` with as many blocks as the checkpoint,
+            assigned to the ranks in any way.
+
+    Returns:
+        ``(values, attrs)``: ``{gid: {name: Array}}`` for every block of this
+        rank, each array on its block's device with the element type it was
+        saved with, and the checkpoint's attrs (NumPy scalars as Python
+        numbers).
+    """
+    world = blocks.world
+    found, error = (fault(_read_manifest, path) if world.rank == 0
+                    else fault(_check_path, path, LOAD))
+    world.agree(LOAD, error, [the_blocks(blocks, LOAD)])
+    count, manifest, attrs = world.allgather(found if world.rank == 0 else None)[0]
+    if count != blocks.count:
+        raise ValueError(f"{LOAD}: the checkpoint holds {count} blocks and the Blocks "
+                         f"{blocks.count}; restart with as many blocks as were saved "
+                         f"(they may sit on any number of ranks)")
+    if world.rank == 0:
+        host, error = _read_and_send(os.fspath(path), blocks, manifest)
+    else:
+        host, error = _receive_blocks(world, blocks, manifest), None
+    world.agree(LOAD, error)
+    values = {}
+    for gid in blocks.local:
+        device = blocks.device(gid)
+        values[gid] = {name: array(data, dtype=T.from_type_name(dtype), device=device)
+                       for (name, (dtype, _)), data in zip(manifest[gid].items(),
+                                                           host[gid])}
+    return values, attrs
+
+
+# -- checks ---------------------------------------------------------------------------
+
+def _h5py():
+    try:
+        import h5py
+    except ImportError:
+        raise ImportError("tack.io needs h5py: pip install 'tack-hpc[io]' "
+                          "(or pip install h5py)") from None
+    return h5py
+
+
+def _check_path(path, call: str) -> None:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{call} takes a file path (str or os.PathLike), not "
+                        f"{type(path).__name__}")
+    _h5py()
+
+
+def _check_save(path, blocks, values, attrs) -> tuple:
+    """``(manifest, attrs)``: ``{gid: {name: (dtype name, shape)}}`` of this rank's
+    arrays, and the attrs as a dict (checked)."""
+    _check_path(path, SAVE)
+    require_dict(SAVE, "the values", values)
+    require_every_local(blocks, SAVE, "the values", values)
+    manifest = {}
+    for gid in blocks.local:
+        named = require_named_arrays(blocks, SAVE, f"the arrays of block {gid}", gid,
+                                     values[gid])
+        for name in named:
+            _check_name(name, f"array name {name!r} of block {gid}")
+        manifest[gid] = {name: (T.type_name(a.dtype), a.shape) for name, a in named.items()}
+    attrs = {} if attrs is None else require_dict(SAVE, "attrs", attrs)
+    for name, value in attrs.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{SAVE}: attrs names are strings, not {type(name).__name__}")
+        _check_name(name, f"attrs name {name!r}")
+        if not isinstance(value, _ATTR_TYPES) or \
+                (isinstance(value, np.ndarray) and value.dtype.kind not in "biuf"):
+            raise TypeError(f"{SAVE}: attrs[{name!r}] is a {type(value).__name__}; "
+                            f"attrs hold bools, ints, floats, strings, NumPy scalars and "
+                            f"NumPy arrays of numbers")
+    return manifest, attrs
+
+
+def _check_name(name: str, what: str) -> None:
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"{SAVE}: {what} cannot name an HDF5 object: names are "
+                         f"non-empty strings without '/', other than '.' and '..'")
+
+
+def _spelling(attrs: dict) -> str:
+    """The attrs as one string, equal on ranks that give equal attrs."""
+    return repr(sorted((k, type(v).__name__, v.tolist() if isinstance(v, np.ndarray) else v)
+                       for k, v in attrs.items()))
+
+
+# -- save -----------------------------------------------------------------------------
+
+def _send_arrays(world, manifest, values) -> None:
+    """This rank's arrays to rank 0, in manifest order."""
+    hosts = [np.asarray(values[gid][name].numpy(), order="C")
+             for gid, named in manifest.items() for name in named]
+    wait_all([world.isend(h, 0, TAG_IO) for h in hosts])
+
+
+def _write(path: str, blocks, values, attrs, manifests):
+    """Rank 0: the file written from its own arrays and the others' messages;
+    returns the error that stopped it, or None. It receives every message
+    whatever happens, so that no rank is left sending."""
+    partial = path + ".partial"
+    h5py, error, out = _h5py(), None, None
+    try:
+        out = h5py.File(partial, "w")
+        out.attrs["tack_checkpoint"] = FORMAT
+        out.attrs["block_count"] = blocks.count
+        group = out.create_group("attrs", track_order=True)
+        for name, value in attrs.items():
+            group.attrs[name] = value
+        out.create_group("blocks")
+    except BaseException as exc:   # noqa: BLE001 (agreed on every rank)
+        error = exc
+    for rank, manifest in enumerate(manifests):
+        for gid, named in manifest.items():
+            for name, (dtype, shape) in named.items():
+                if rank == 0:
+                    data = values[gid][name].numpy()
+                else:
+                    data = np.empty(shape + T.element_shape(T.from_type_name(dtype)),
+                                    T.scalar_of(T.from_type_name(dtype)).numpy)
+                    _receive(blocks.world, data, rank)
+                if error is None:
+                    _, error = fault(_dataset, out, gid, name, dtype, data)
+    if out is not None:
+        _, problem = fault(out.close)
+        error = error or problem
+    if error is None:
+        _, error = fault(os.replace, partial, path)
+    if error is not None and os.path.exists(partial):
+        os.remove(partial)
+    return error
+
+
+def _receive(world, buffer, rank: int) -> None:
+    world.irecv(buffer, rank, TAG_IO).Wait()
+
+
+def _dataset(out, gid: int, name: str, dtype: str, data) -> None:
+    group = out["blocks"].get(str(gid))
+    if group is None:   # names in the order save was given them
+        group = out["blocks"].create_group(str(gid), track_order=True)
+    dataset = group.create_dataset(name, data=data)
+    dataset.attrs["tack_dtype"] = dtype
+
+
+# -- load -----------------------------------------------------------------------------
+
+def _read_manifest(path) -> tuple:
+    """Rank 0: ``(block count, {gid: {name: (dtype name, shape)}}, attrs)``."""
+    _check_path(path, LOAD)
+    with _h5py().File(os.fspath(path), "r") as f:
+        if f.attrs.get("tack_checkpoint") != FORMAT:
+            raise ValueError(f"{LOAD}: {os.fspath(path)!r} is not a Tack checkpoint "
+                             f"(format {FORMAT}): its root has no tack_checkpoint "
+                             f"attribute of that value")
+        count = int(f.attrs["block_count"])
+        manifest = {gid: {} for gid in range(count)}
+        for key, group in f["blocks"].items():
+            manifest[int(key)] = {
+                name: (str(d.attrs["tack_dtype"]), d.shape[:d.ndim - len(
+                    T.element_shape(T.from_type_name(str(d.attrs["tack_dtype"]))))])
+                for name, d in group.items()}
+        attrs = {k: _python(v) for k, v in f["attrs"].attrs.items()}
+    return count, manifest, attrs
+
+
+def _python(value):
+    """An attribute as save was given it: NumPy scalars as Python numbers."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _read_and_send(path: str, blocks, manifest) -> tuple:
+    """Rank 0: ``(its blocks' host arrays, error)``, having sent every other
+    rank's arrays in manifest order (empty messages after an error)."""
+    world, error = blocks.world, None
+    mine = {gid: [] for gid in blocks.local}
+    try:
+        f = _h5py().File(path, "r")
+    except BaseException as exc:   # noqa: BLE001 (agreed on every rank)
+        f, error = None, exc
+    for gid in range(blocks.count):
+        rank = blocks.rank_of(gid)
+        for name in manifest[gid]:
+            data = None
+            if error is None:
+                data, error = fault(_read, f, gid, name)
+            if rank == 0:
+                mine[gid].append(data)
+            else:
+                world.isend(data if error is None else np.empty(0, np.uint8), rank,
+                            TAG_IO).Wait()
+    if f is not None:
+        f.close()
+    return mine, error
+
+
+def _read(f, gid: int, name: str) -> np.ndarray:
+    return np.asarray(f[f"blocks/{gid}/{name}"][()], order="C")
+
+
+def _receive_blocks(world, blocks, manifest) -> dict:
+    """A rank's blocks' host arrays from rank 0, in manifest order."""
+    host = {}
+    for gid in blocks.local:
+        host[gid] = []
+        for dtype, shape in manifest[gid].values():
+            element = T.from_type_name(dtype)
+            data = np.empty(shape + T.element_shape(element), T.scalar_of(element).numpy)
+            _receive(world, data, 0)
+            host[gid].append(data)
+    return host

@@ -1,0 +1,283 @@
+"""tack.io: checkpoints written by save and read back by load, in one process
+and on thread-ranks laid out differently at the restart; mistakes raise on
+every rank before the file or any array changes."""
+
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import tack
+
+h5py = pytest.importorskip("h5py")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "communication"))
+from fakempi import run_ranks  # noqa: E402
+
+DTYPES = [np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+          np.uint32, np.int64, np.uint64]
+SHAPES = [(0,), (1,), (7,), (3, 5), (), (0, 4), (2, 3, 4)]
+
+
+def fields(rng, count: int) -> dict:
+    """Per block, 0-3 named host arrays of random types and shapes (any rank
+    drawing from the same seed gets the same)."""
+    out = {}
+    for gid in range(count):
+        named = {}
+        for k in range(rng.integers(0, 4)):
+            shape = SHAPES[rng.integers(len(SHAPES))]
+            dtype = DTYPES[rng.integers(len(DTYPES))]
+            named[f"f{k}_{gid}"] = (rng.standard_normal(shape) * 100).astype(dtype)
+        out[gid] = named
+    return out
+
+
+def given(blocks, host: dict) -> dict:
+    return {gid: {n: tack.array(v, device=blocks.device(gid)) for n, v in host[gid].items()}
+            for gid in blocks.local}
+
+
+def check(blocks, host: dict, got: dict) -> None:
+    assert list(got) == list(blocks.local)
+    for gid in blocks.local:
+        assert list(got[gid]) == list(host[gid]), gid     # the order save had
+        for name, want in host[gid].items():
+            a = got[gid][name]
+            assert isinstance(a, tack.Array) and a.device is blocks.device(gid)
+            assert a.shape == want.shape and a.dtype.numpy == want.dtype, (gid, name)
+            np.testing.assert_array_equal(a.numpy(), want)
+
+
+def test_round_trip_in_one_process(tmp_path):
+    rng = np.random.default_rng()
+    blocks = tack.Blocks(["cpu"] * 5)
+    host = fields(rng, 5)
+    path = tmp_path / "step.h5"
+    tack.io.save(path, blocks, given(blocks, host))
+    got, attrs = tack.io.load(str(path), blocks)
+    check(blocks, host, got)
+    assert attrs == {}
+    assert not os.path.exists(str(path) + ".partial")
+
+
+def test_vector_and_matrix_arrays_keep_their_element_types(tmp_path):
+    blocks = tack.Blocks(["cpu"])
+    rng = np.random.default_rng()
+    p = rng.standard_normal((9, 3))
+    m = rng.standard_normal((2, 3, 3)).astype(np.float32)
+    tack.io.save(tmp_path / "v.h5", blocks, {0: {
+        "p": tack.array(p, dtype=tack.vec3(dtype=tack.f64)),
+        "m": tack.array(m, dtype=tack.mat33()),
+        "e": tack.zeros(0, dtype=tack.vec4())}})
+    got, _ = tack.io.load(tmp_path / "v.h5", blocks)
+    assert got[0]["p"].dtype == tack.vec3(dtype=tack.f64) and got[0]["p"].shape == (9,)
+    assert got[0]["m"].dtype == tack.mat33() and got[0]["m"].shape == (2,)
+    assert got[0]["e"].dtype == tack.vec4() and got[0]["e"].shape == (0,)
+    np.testing.assert_array_equal(got[0]["p"].numpy(), p)
+    np.testing.assert_array_equal(got[0]["m"].numpy(), m)
+
+
+def test_attrs_come_back_as_python_values(tmp_path):
+    blocks = tack.Blocks([])
+    attrs = {"step": 120, "time": 0.375, "name": "run 7", "restarted": False,
+             "big": 2**62, "box": np.array([1.0, 2.0, 4.0]), "seed": np.uint32(7)}
+    tack.io.save(tmp_path / "a.h5", blocks, {}, attrs)
+    got, back = tack.io.load(tmp_path / "a.h5", blocks)
+    assert got == {}
+    assert list(back) == list(attrs)
+    assert back["step"] == 120 and type(back["step"]) is int
+    assert back["time"] == 0.375 and back["name"] == "run 7"
+    assert back["restarted"] is False and back["big"] == 2**62 and back["seed"] == 7
+    np.testing.assert_array_equal(back["box"], attrs["box"])
+
+
+def test_the_file_is_plain_hdf5(tmp_path):
+    blocks = tack.Blocks(["cpu", "cpu"])
+    u = np.arange(6.0).reshape(2, 3)
+    tack.io.save(tmp_path / "f.h5", blocks, {0: {"u": tack.array(u)}, 1: {}},
+                 {"step": 3})
+    with h5py.File(tmp_path / "f.h5", "r") as f:
+        assert f.attrs["tack_checkpoint"] == 1 and f.attrs["block_count"] == 2
+        np.testing.assert_array_equal(f["blocks/0/u"][()], u)
+        assert f["blocks/0/u"].attrs["tack_dtype"] == "f64"
+        assert f["attrs"].attrs["step"] == 3
+
+
+def test_a_new_checkpoint_replaces_the_old(tmp_path):
+    blocks = tack.Blocks(["cpu"])
+    path = tmp_path / "c.h5"
+    tack.io.save(path, blocks, {0: {"u": tack.zeros(3)}})
+    tack.io.save(path, blocks, {0: {"v": tack.ones(2, dtype=tack.i64)}})
+    got, _ = tack.io.load(path, blocks)
+    assert list(got[0]) == ["v"] and got[0]["v"].numpy().tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("layouts", [([2, 2, 2], [1, 3, 2]), ([6, 0, 0], [0, 0, 6]),
+                                     ([0, 6, 0], [3, 0, 3]), ([1, 1, 4], [6]),
+                                     ([6], [2, 0, 4]), ([3, 3], [1, 1, 1, 3])])
+def test_restart_on_another_layout(tmp_path, layouts):
+    """Saved from one assignment of six blocks to ranks, loaded on another, with
+    another number of ranks."""
+    saved_on, loaded_on = layouts
+    rng = np.random.default_rng()
+    host = fields(rng, 6)
+    path = str(tmp_path / "r.h5")
+    attrs = {"step": int(rng.integers(1000))}
+
+    def saving(comm):
+        world = tack.World(comm)
+        blocks = tack.Blocks(["cpu"] * saved_on[world.rank], world)
+        tack.io.save(path, blocks, given(blocks, host), attrs)
+        world.free()
+
+    def loading(comm):
+        world = tack.World(comm)
+        blocks = tack.Blocks(["cpu"] * loaded_on[world.rank], world)
+        got, back = tack.io.load(path, blocks)
+        check(blocks, host, got)
+        world.free()
+        return back
+
+    run_ranks(len(saved_on), saving) if len(saved_on) > 1 else saving(None)
+    backs = run_ranks(len(loaded_on), loading) if len(loaded_on) > 1 else [loading(None)]
+    assert all(b == attrs for b in backs)
+
+
+def test_arrays_on_opencl_blocks(tmp_path):
+    try:
+        gpu = tack.device("opencl")
+    except Exception as exc:   # noqa: BLE001
+        if os.environ.get("TACK_REQUIRE_OPENCL"):
+            raise
+        pytest.skip(f"no OpenCL device: {exc}")
+    blocks = tack.Blocks([gpu, "cpu"])
+    u = np.random.default_rng().standard_normal((4, 5)).astype(np.float32)
+    tack.io.save(tmp_path / "o.h5", blocks, {0: {"u": tack.array(u, device=gpu)}, 1: {}})
+    got, _ = tack.io.load(tmp_path / "o.h5", tack.Blocks(["cpu", gpu]))
+    assert got[0]["u"].device.backend.memory_domain == tack.device("cpu").backend.memory_domain
+    np.testing.assert_array_equal(got[0]["u"].numpy(), u)
+
+
+# -- mistakes -------------------------------------------------------------------------
+
+def raises_everywhere(size: int, fn, exc_type, pattern: str) -> None:
+    """``fn(comm, rank)`` on ``size`` thread-ranks raises ``exc_type`` matching
+    ``pattern`` on every rank."""
+    def on_rank(comm):
+        world = tack.World(comm)
+        try:
+            with pytest.raises(exc_type, match=pattern):
+                fn(world, comm.Get_rank())
+        finally:
+            world.free()
+        return True
+    assert run_ranks(size, on_rank) == [True] * size
+
+
+@pytest.mark.parametrize("values, exc_type, pattern", [
+    (lambda: [1], TypeError, "takes a dict for the values, not list"),
+    (lambda: {}, ValueError, "no entry in the values for block 0"),
+    (lambda: {0: {"u": np.zeros(3)}}, TypeError,
+     r"\['u'\] must be a tack.Array, not ndarray"),
+    (lambda: {0: {"a/b": tack.zeros(2)}}, ValueError, "cannot name an HDF5 object"),
+    (lambda: {0: {"": tack.zeros(2)}}, ValueError, "cannot name an HDF5 object"),
+    (lambda: {0: {1: tack.zeros(2)}}, TypeError,
+     "must be a dict of names to tack.Arrays; it has the key 1"),
+    (lambda: {0: {}, 5: {}}, ValueError, "block 5 is out of range"),
+])
+def test_bad_values(tmp_path, values, exc_type, pattern):
+    with pytest.raises(exc_type, match=pattern):
+        tack.io.save(tmp_path / "x.h5", tack.Blocks(["cpu"]), values())
+    assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("attrs, exc_type, pattern", [
+    ({"f": lambda: 0}, TypeError, r"attrs\['f'\] is a function; attrs hold bools"),
+    ({"s": np.array(["a"])}, TypeError, r"attrs\['s'\] is a ndarray"),
+    ({2: 1}, TypeError, "attrs names are strings, not int"),
+    ({"a/b": 1}, ValueError, "cannot name an HDF5 object"),
+    ([1], TypeError, "takes a dict for attrs, not list"),
+])
+def test_bad_attrs(tmp_path, attrs, exc_type, pattern):
+    with pytest.raises(exc_type, match=pattern):
+        tack.io.save(tmp_path / "x.h5", tack.Blocks([]), {}, attrs)
+    assert not os.listdir(tmp_path)
+
+
+def test_a_bad_path_raises_and_keeps_nothing(tmp_path):
+    with pytest.raises(TypeError, match=r"takes a file path \(str or os.PathLike\), not int"):
+        tack.io.save(3, tack.Blocks([]), {})
+    with pytest.raises(TypeError, match="takes a file path"):
+        tack.io.load(None, tack.Blocks([]))
+    with pytest.raises(FileNotFoundError):
+        tack.io.save(tmp_path / "missing" / "x.h5", tack.Blocks([]), {})
+    with pytest.raises(FileNotFoundError):
+        tack.io.load(tmp_path / "nothing.h5", tack.Blocks([]))
+    assert os.listdir(tmp_path) == []
+
+
+def test_load_refuses_other_files_and_block_counts(tmp_path):
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f["x"] = np.arange(3)
+    with pytest.raises(ValueError, match="is not a Tack checkpoint"):
+        tack.io.load(tmp_path / "other.h5", tack.Blocks(["cpu"]))
+    tack.io.save(tmp_path / "c.h5", tack.Blocks(["cpu"] * 3), {g: {} for g in range(3)})
+    with pytest.raises(ValueError, match=re.escape(
+            "tack.io.load(): the checkpoint holds 3 blocks and the Blocks 2; restart "
+            "with as many blocks as were saved")):
+        tack.io.load(tmp_path / "c.h5", tack.Blocks(["cpu"] * 2))
+
+
+def test_without_h5py(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "h5py", None)
+    with pytest.raises(ImportError, match=re.escape("pip install 'tack-hpc[io]'")):
+        tack.io.save(tmp_path / "x.h5", tack.Blocks([]), {})
+    with pytest.raises(ImportError, match="tack.io needs h5py"):
+        tack.io.load(tmp_path / "x.h5", tack.Blocks([]))
+
+
+def test_one_rank_mistake_raises_on_every_rank_and_writes_nothing(tmp_path):
+    path = str(tmp_path / "m.h5")
+
+    def save(world, rank):
+        blocks = tack.Blocks(["cpu"], world)
+        value = np.zeros(2) if rank == 2 else tack.zeros(2)
+        tack.io.save(path, blocks, {blocks.local.start: {"u": value}})
+    raises_everywhere(3, save, TypeError, "must be a tack.Array, not ndarray")
+    assert not os.listdir(tmp_path)
+
+
+def test_attrs_that_differ_between_ranks(tmp_path):
+    def save(world, rank):
+        tack.io.save(str(tmp_path / "d.h5"), tack.Blocks([], world), {},
+                     {"step": 5 if rank else 4})
+    raises_everywhere(2, save, ValueError, r"tack.io.save\(\): attrs differs between ranks")
+    assert not os.listdir(tmp_path)
+
+
+def test_a_failed_save_keeps_the_last_checkpoint(tmp_path):
+    path = str(tmp_path / "keep.h5")
+    tack.io.save(path, tack.Blocks(["cpu"]), {0: {"u": tack.full(3, 2.0)}})
+
+    def save(world, rank):
+        blocks = tack.Blocks(["cpu"], world)
+        tack.io.save(path, blocks, {blocks.local.start: {"u": tack.zeros(1)}}
+                     if rank == 0 else {})
+    raises_everywhere(2, save, ValueError, "no entry in the values for block 1")
+    got, _ = tack.io.load(path, tack.Blocks(["cpu"]))
+    assert got[0]["u"].numpy().tolist() == [2.0, 2.0, 2.0]
+    assert os.listdir(tmp_path) == ["keep.h5"]
+
+
+def test_load_errors_reach_every_rank(tmp_path):
+    tack.io.save(tmp_path / "c.h5", tack.Blocks(["cpu"] * 4), {g: {} for g in range(4)})
+
+    def load(world, rank):
+        tack.io.load(str(tmp_path / "c.h5"), tack.Blocks(["cpu"] * (rank + 1), world))
+    raises_everywhere(2, load, ValueError, "the checkpoint holds 4 blocks and the Blocks 3")
+
+    def load_missing(world, rank):
+        tack.io.load(str(tmp_path / "none.h5"), tack.Blocks(["cpu"], world))
+    raises_everywhere(3, load_missing, FileNotFoundError, "Unable to")
