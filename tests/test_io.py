@@ -281,3 +281,41 @@ def test_load_errors_reach_every_rank(tmp_path):
     def load_missing(world, rank):
         tack.io.load(str(tmp_path / "none.h5"), tack.Blocks(["cpu"], world))
     raises_everywhere(3, load_missing, FileNotFoundError, "Unable to")
+
+
+def test_an_array_that_cannot_be_read_fails_the_save_on_every_rank(tmp_path, monkeypatch):
+    """After the agreement, a rank whose array cannot be read (a device error)
+    sends empty messages for the rest; every rank raises its error and the last
+    checkpoint stays."""
+    path = str(tmp_path / "keep.h5")
+    tack.io.save(path, tack.Blocks(["cpu"]), {0: {"u": tack.full(2, 5.0)}})
+    broken = []
+    numpy = tack.Array.numpy
+
+    def failing(self):
+        if any(self is b for b in broken):
+            raise RuntimeError("the device was lost")
+        return numpy(self)
+    monkeypatch.setattr(tack.Array, "numpy", failing)
+
+    def save(world, rank):
+        blocks = tack.Blocks(["cpu"] * 2, world)
+        values = {g: {"a": tack.zeros(3), "b": tack.ones(4)} for g in blocks.local}
+        if rank == 1:
+            broken.append(values[2]["a"])
+        tack.io.save(path, blocks, values)
+    raises_everywhere(2, save, RuntimeError, "the device was lost")
+    monkeypatch.undo()
+    got, _ = tack.io.load(path, tack.Blocks(["cpu"]))
+    assert got[0]["u"].numpy().tolist() == [5.0, 5.0]
+    assert os.listdir(tmp_path) == ["keep.h5"]
+
+
+def test_a_path_that_cannot_be_replaced(tmp_path):
+    (tmp_path / "dir.h5").mkdir()
+
+    def save(world, rank):
+        blocks = tack.Blocks(["cpu"], world)
+        tack.io.save(str(tmp_path / "dir.h5"), blocks, {blocks.local.start: {}})
+    raises_everywhere(2, save, IsADirectoryError, "dir.h5")
+    assert os.listdir(tmp_path) == ["dir.h5"]

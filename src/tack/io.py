@@ -33,13 +33,13 @@ import numpy as np
 from . import types as T
 from .communication.errors import (fault, require_dict, require_every_local,
                                    require_named_arrays, the_blocks)
-from .communication.world import wait_all
 from .runtime.creation import array
 
 SAVE, LOAD = "tack.io.save()", "tack.io.load()"
 FORMAT = 1
 TAG_IO = 14            # beside the world's other tags (communication/world.py)
 _ATTR_TYPES = (bool, int, float, str, np.generic, np.ndarray)
+_NOTHING = np.empty(0, np.uint8)   # what a rank sends in place of an array after an error
 
 
 def save(path, blocks, values: dict, attrs: dict = None) -> None:
@@ -62,12 +62,19 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
                               (None if error else _spelling(attrs), ValueError,
                                f"{SAVE}: attrs")])
     manifests = world.allgather(manifest)
+    partial = os.fspath(path) + ".partial"
     if world.rank == 0:
-        error = _write(os.fspath(path), blocks, values, attrs, manifests)
+        error = _write(partial, blocks, values, attrs, manifests)
     else:
-        _send_arrays(world, manifest, values)
-        error = None
-    world.agree(SAVE, error)
+        error = _send_arrays(world, manifest, values)
+    try:            # every rank's arrays reached the file: only then replace
+        world.agree(SAVE, error)
+        if world.rank == 0:
+            _, error = fault(os.replace, partial, path)
+        world.agree(SAVE, error)
+    finally:
+        if world.rank == 0 and os.path.exists(partial):
+            os.remove(partial)
 
 
 def load(path, blocks) -> tuple:
@@ -165,18 +172,33 @@ def _spelling(attrs: dict) -> str:
 
 # -- save -----------------------------------------------------------------------------
 
-def _send_arrays(world, manifest, values) -> None:
-    """This rank's arrays to rank 0, in manifest order."""
-    hosts = [np.asarray(values[gid][name].numpy(), order="C")
-             for gid, named in manifest.items() for name in named]
-    wait_all([world.isend(h, 0, TAG_IO) for h in hosts])
+def _send_arrays(world, manifest, values):
+    """This rank's arrays to rank 0, one at a time in manifest order (an empty
+    message for each after one that cannot be read); returns that error."""
+    error = None
+    for gid, named in manifest.items():
+        for name in named:
+            host = _NOTHING
+            if error is None:
+                host, error = fault(_host, values[gid][name])
+            world.isend(_NOTHING if error else host, 0, TAG_IO).Wait()
+    return error
 
 
-def _write(path: str, blocks, values, attrs, manifests):
-    """Rank 0: the file written from its own arrays and the others' messages;
-    returns the error that stopped it, or None. It receives every message
-    whatever happens, so that no rank is left sending."""
-    partial = path + ".partial"
+def _host(a) -> np.ndarray:
+    return np.asarray(a.numpy(), order="C")
+
+
+def _buffer(dtype: str, shape: tuple) -> np.ndarray:
+    """An empty host array for an array of element type ``dtype`` and ``shape``."""
+    element = T.from_type_name(dtype)
+    return np.empty(shape + T.element_shape(element), T.scalar_of(element).numpy)
+
+
+def _write(partial: str, blocks, values, attrs, manifests):
+    """Rank 0: the file ``partial`` written from its own arrays and the others'
+    messages; returns the error that stopped it, or None. It receives every
+    message whatever happens, so that no rank is left sending."""
     h5py, error, out = _h5py(), None, None
     try:
         out = h5py.File(partial, "w")
@@ -192,20 +214,16 @@ def _write(path: str, blocks, values, attrs, manifests):
         for gid, named in manifest.items():
             for name, (dtype, shape) in named.items():
                 if rank == 0:
-                    data = values[gid][name].numpy()
+                    data, problem = fault(_host, values[gid][name])
+                    error = error or problem
                 else:
-                    data = np.empty(shape + T.element_shape(T.from_type_name(dtype)),
-                                    T.scalar_of(T.from_type_name(dtype)).numpy)
+                    data = _buffer(dtype, shape)
                     _receive(blocks.world, data, rank)
                 if error is None:
                     _, error = fault(_dataset, out, gid, name, dtype, data)
     if out is not None:
         _, problem = fault(out.close)
         error = error or problem
-    if error is None:
-        _, error = fault(os.replace, partial, path)
-    if error is not None and os.path.exists(partial):
-        os.remove(partial)
     return error
 
 
@@ -269,8 +287,7 @@ def _read_and_send(path: str, blocks, manifest) -> tuple:
             if rank == 0:
                 mine[gid].append(data)
             else:
-                world.isend(data if error is None else np.empty(0, np.uint8), rank,
-                            TAG_IO).Wait()
+                world.isend(_NOTHING if error else data, rank, TAG_IO).Wait()
     if f is not None:
         f.close()
     return mine, error
@@ -286,8 +303,7 @@ def _receive_blocks(world, blocks, manifest) -> dict:
     for gid in blocks.local:
         host[gid] = []
         for dtype, shape in manifest[gid].values():
-            element = T.from_type_name(dtype)
-            data = np.empty(shape + T.element_shape(element), T.scalar_of(element).numpy)
+            data = _buffer(dtype, shape)
             _receive(world, data, 0)
             host[gid].append(data)
     return host
