@@ -321,3 +321,26 @@ def test_a_path_that_cannot_be_replaced(tmp_path):
     # and raise a RuntimeError that names it (communication.md, Guarantees)
     raises_everywhere(2, save, (IsADirectoryError, RuntimeError), "Is a directory")
     assert os.listdir(tmp_path) == ["dir.h5"]
+
+
+def test_load_refuses_a_damaged_checkpoint(tmp_path):
+    path = tmp_path / "d.h5"
+    blocks = tack.Blocks(["cpu"] * 2)
+    tack.io.save(path, blocks, {0: {"u": tack.zeros(3), "p": tack.zeros(2, tack.vec3())},
+                                1: {}})
+    with h5py.File(path, "a") as f:
+        f["blocks/0/u"].attrs["tack_dtype"] = "i32"
+    with pytest.raises(ValueError, match=r"blocks/0/u holds float32 of the shape \(3,\), "
+                                         "which is no array of i32"):
+        tack.io.load(path, blocks)
+    with h5py.File(path, "a") as f:
+        f["blocks/0/u"].attrs["tack_dtype"] = "vec3(f32)"
+        f["blocks/0/p"].attrs["tack_dtype"] = "f33"
+    with pytest.raises(ValueError, match="blocks/0/p has no tack_dtype attribute naming"):
+        tack.io.load(path, blocks)
+    with h5py.File(path, "a") as f:
+        f["blocks/0/p"].attrs["tack_dtype"] = "vec3(f32)"
+        f["blocks/7/x"] = np.zeros(1)
+    with pytest.raises(ValueError, match="has a group blocks/7, not a block id below its "
+                                         "block_count 2"):
+        tack.io.load(path, blocks)

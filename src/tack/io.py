@@ -26,14 +26,15 @@ The layout, readable by any HDF5 tool::
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
 
 from . import types as T
+from .communication import transport
 from .communication.errors import (fault, require_dict, require_every_local,
                                    require_named_arrays, the_blocks)
-from .runtime.creation import array
 
 SAVE, LOAD = "tack.io.save()", "tack.io.load()"
 FORMAT = 1
@@ -108,9 +109,10 @@ def load(path, blocks) -> tuple:
     values = {}
     for gid in blocks.local:
         device = blocks.device(gid)
-        values[gid] = {name: array(data, dtype=T.from_type_name(dtype), device=device)
-                       for (name, (dtype, _)), data in zip(manifest[gid].items(),
-                                                           host[gid])}
+        values[gid] = {name: transport.wrap(raw, 0, T.from_type_name(dtype), shape, device,
+                                            address)
+                       for (name, (dtype, shape)), (raw, address, _) in zip(
+                           manifest[gid].items(), host[gid])}
     return values, attrs
 
 
@@ -186,7 +188,9 @@ def _send_arrays(world, manifest, values):
 
 
 def _host(a) -> np.ndarray:
-    return np.asarray(a.numpy(), order="C")
+    """``a``'s values on the host, contiguous: a view of host memory where
+    that is cheaper than a copy (``transport.host_values``)."""
+    return np.asarray(transport.host_values(a), order="C")
 
 
 def _buffer(dtype: str, shape: tuple) -> np.ndarray:
@@ -252,12 +256,29 @@ def _read_manifest(path) -> tuple:
         count = int(f.attrs["block_count"])
         manifest = {gid: {} for gid in range(count)}
         for key, group in f["blocks"].items():
-            manifest[int(key)] = {
-                name: (str(d.attrs["tack_dtype"]), d.shape[:d.ndim - len(
-                    T.element_shape(T.from_type_name(str(d.attrs["tack_dtype"]))))])
-                for name, d in group.items()}
+            if not (key.isdigit() and int(key) < count):
+                raise ValueError(f"{LOAD}: {os.fspath(path)!r} has a group blocks/{key}, "
+                                 f"not a block id below its block_count {count}")
+            manifest[int(key)] = {name: _entry(d) for name, d in group.items()}
         attrs = {k: _python(v) for k, v in f["attrs"].attrs.items()}
     return count, manifest, attrs
+
+
+def _entry(dataset) -> tuple:
+    """``(dtype name, shape)`` of the array a dataset holds."""
+    try:
+        dtype = dataset.attrs["tack_dtype"]
+        dtype = dtype.decode() if isinstance(dtype, bytes) else str(dtype)
+        element = T.from_type_name(dtype)
+    except (KeyError, ValueError, TypeError):
+        raise ValueError(f"{LOAD}: the dataset {dataset.name} has no tack_dtype "
+                         f"attribute naming a Tack element type") from None
+    components = T.element_shape(element)
+    if dataset.dtype != T.scalar_of(element).numpy or \
+            dataset.shape[dataset.ndim - len(components):] != components:
+        raise ValueError(f"{LOAD}: the dataset {dataset.name} holds {dataset.dtype} of "
+                         f"the shape {dataset.shape}, which is no array of {dtype}")
+    return dtype, dataset.shape[:dataset.ndim - len(components)]
 
 
 def _python(value):
@@ -270,8 +291,8 @@ def _python(value):
 
 
 def _read_and_send(path: str, blocks, manifest) -> tuple:
-    """Rank 0: ``(its blocks' host arrays, error)``, having sent every other
-    rank's arrays in manifest order (empty messages after an error)."""
+    """Rank 0: ``(its blocks' arrays as _landing triples, error)``, having sent
+    every other rank's arrays in manifest order (empty messages after an error)."""
     world, error = blocks.world, None
     mine = {gid: [] for gid in blocks.local}
     try:
@@ -280,12 +301,13 @@ def _read_and_send(path: str, blocks, manifest) -> tuple:
         f, error = None, exc
     for gid in range(blocks.count):
         rank = blocks.rank_of(gid)
-        for name in manifest[gid]:
-            data = None
+        for name, (dtype, shape) in manifest[gid].items():
+            landing = _landing(dtype, shape) if rank == 0 else None
+            data = _buffer(dtype, shape) if rank else landing[2]
             if error is None:
-                data, error = fault(_read, f, gid, name)
+                _, error = fault(_read, f, gid, name, data)
             if rank == 0:
-                mine[gid].append(data)
+                mine[gid].append(landing)
             else:
                 world.isend(_NOTHING if error else data, rank, TAG_IO).Wait()
     if f is not None:
@@ -293,17 +315,32 @@ def _read_and_send(path: str, blocks, manifest) -> tuple:
     return mine, error
 
 
-def _read(f, gid: int, name: str) -> np.ndarray:
-    return np.asarray(f[f"blocks/{gid}/{name}"][()], order="C")
+def _read(f, gid: int, name: str, into: np.ndarray) -> None:
+    dataset = f[f"blocks/{gid}/{name}"]
+    if dataset.shape != into.shape:
+        raise ValueError(f"{LOAD}: the dataset blocks/{gid}/{name} has the shape "
+                         f"{dataset.shape}, not {into.shape} as its tack_dtype says")
+    if into.size:
+        dataset.read_direct(into)
+
+
+def _landing(dtype: str, shape: tuple) -> tuple:
+    """``(raw, address, values)``: a new aligned host buffer for an array of
+    element type ``dtype`` and ``shape`` (which the array will wrap where its
+    device addresses host memory), and its NumPy view of the array's form."""
+    element = T.from_type_name(dtype)
+    scalar, full = T.scalar_of(element), shape + T.element_shape(element)
+    raw, address = transport.new_buffer_at(math.prod(full) * scalar.itemsize)
+    return raw, address, raw.view(scalar.numpy).reshape(full)
 
 
 def _receive_blocks(world, blocks, manifest) -> dict:
-    """A rank's blocks' host arrays from rank 0, in manifest order."""
+    """A rank's blocks' arrays from rank 0 as _landing triples, in manifest order."""
     host = {}
     for gid in blocks.local:
         host[gid] = []
         for dtype, shape in manifest[gid].values():
-            data = _buffer(dtype, shape)
-            _receive(world, data, 0)
-            host[gid].append(data)
+            landing = _landing(dtype, shape)
+            _receive(world, landing[2], 0)
+            host[gid].append(landing)
     return host
