@@ -19,13 +19,18 @@ def _runner():
     return module
 
 
-def _checksum(command) -> str:
+def _run(command) -> subprocess.CompletedProcess:
     env = dict(os.environ, HYDRA_LAUNCHER="fork")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(ROOT, "src"),
                                                       env.get("PYTHONPATH")]))
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env=env)
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def _checksum(command) -> str:
+    done = _run(command)
     lines = [line for line in done.stdout.splitlines() if line.startswith("checksum ")]
     assert len(lines) == 1, done.stdout
     return lines[0]
@@ -40,3 +45,22 @@ def test_same_bits_with_and_without_mpi(name):
     if missing:
         pytest.skip(f"the mpiexec half needs MPI: {missing}")
     assert _checksum(runner.launcher() + ["-n", "4", sys.executable, path]) == alone
+
+
+def test_heat2d_restarts_from_a_checkpoint_on_other_rank_counts(tmp_path):
+    """Saved at step 120 by 3 ranks, finished by one process and by 2 ranks:
+    the checksum bits of a run without a stop."""
+    pytest.importorskip("h5py")
+    path = os.path.join(ROOT, "examples", "heat2d.py")
+    checkpoint = str(tmp_path / "heat.h5")
+    runner = _runner()
+    missing = runner.available()
+    if missing:
+        pytest.skip(f"the mpiexec half needs MPI: {missing}")
+    done = _run(runner.launcher() + ["-n", "3", sys.executable, path, "--save-at", "120",
+                                     "--checkpoint", checkpoint])
+    assert "saved step 120" in done.stdout, done.stdout
+    alone = _checksum([sys.executable, path])
+    assert _checksum([sys.executable, path, "--checkpoint", checkpoint]) == alone
+    assert _checksum(runner.launcher() + ["-n", "2", sys.executable, path, "--checkpoint",
+                                          checkpoint]) == alone
