@@ -69,19 +69,19 @@ def test_resolve_bakes_extents_outside_the_loop_range():
     assert format_function(strides.get_ir().kernel) == (
         "kernel strides(a, out):\n"
         "  parallel for i in [0, out.shape[0]):\n"
-        "    out[i] = (a[((i * a.shape[1]) + (a.shape[1] - 1))] + a.shape[0])\n")
+        "    out[i] = (a[((i64(i) * a.shape[1]) + i64((a.shape[1] - 1)))] + a.shape[0])\n")
     texts, _ = trace(strides, array(T.f32, 4, 3), array(T.f32, 4))
     assert_changes(strides, texts, {
         # baked extents are typed i64 literals, as the extents they replace
         "resolve": "kernel strides(a, out):\n"
                    "  parallel for i in [0, out.shape[0]):\n"
-                   "    out[i] = (a[((i * 3:i64) + (3:i64 - 1))] + 4:i64)\n",
+                   "    out[i] = (a[((i64(i) * 3:i64) + i64((3:i64 - 1)))] + 4:i64)\n",
         "infer": "kernel strides(a: f32[2d], out: f32[1d]):\n"
                  "  parallel for i in [0, out.shape[0]):\n"
-                 "    out[i] = (a[((i * 3:i64) + (3:i64 - 1))] + 4:i64)\n",
+                 "    out[i] = (a[((i64(i) * 3:i64) + i64((3:i64 - 1)))] + 4:i64)\n",
     })
     texts, _ = trace(strides, array(T.f32, 2, 7), array(T.f32, 4))
-    assert "a[((i * 7:i64) + (7:i64 - 1))] + 2:i64" in texts["resolve"]
+    assert "a[((i64(i) * 7:i64) + i64((7:i64 - 1)))] + 2:i64" in texts["resolve"]
 
 
 @tack.kernel

@@ -255,6 +255,15 @@ class Cast(UnaryOp):
 
 
 @node
+class IndexCast(Cast):
+    """One index of a multi-dimensional access, converted to i64 before the
+    indices are combined row-major, so that each truncates on its own
+    (``m[0.5, 1]`` is ``m[0, 1]``, not the flat ``int(0.5 * n + 1)``); ``to`` is
+    i64. Annotation makes it a ``Cast``, or drops it from an index that is an
+    i64 already."""
+
+
+@node
 class FloatCast(UnaryOp):
     """``float(x)``: conversion to the kernel's default float type."""
 

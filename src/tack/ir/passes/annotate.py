@@ -17,7 +17,7 @@ from __future__ import annotations
 from ... import types as T
 from ..expressions import (
     Abs, And, Atomic, BinaryOp, BlockMax, BlockMin, BlockReduce, BlockSum, BoundsCheck,
-    Cast, ThreadId, Ceil, Compare, Const, DimSize, Expr, FloatCast, Floor, Invert,
+    Cast, ThreadId, Ceil, Compare, Const, DimSize, Expr, FloatCast, Floor, IndexCast, Invert,
     IsFinite, IsInf, IsNan, Load, LShift, MathBinary, MathUnary, Max, Min, Name, Neg, Not,
     Or, Pow, RShift, BitAnd, BitOr, BitXor, Select, Str, TrueDiv, Trunc, Round)
 from ..registry import Registry
@@ -267,6 +267,12 @@ def _explicit_cast(e: Cast, ctx):
         if e.to == T.f64:
             return operand, T.Typed(T.f64)
     return e.replace(operand=operand, dtype=e.to), T.Typed(e.to)
+
+
+@_typed.register(IndexCast)
+def _index_cast(e: IndexCast, ctx):
+    operand, _ = annotate(e.operand, ctx)
+    return _cast(operand, T.i64), T.Typed(T.i64)
 
 
 @_typed.register(FloatCast)

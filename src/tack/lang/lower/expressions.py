@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ... import types as T
 from ...ir import expressions as E
 from ...ir import statements as S
 from .arrays import chain_root, chained_index
@@ -191,8 +192,11 @@ class ExpressionLowering:
         return self.access_index(array, self.ordered(parts), node)
 
     def linearize(self, array: str, values, node) -> E.Expr:
-        """Row-major flat index: ``(i * D1 + j) * D2 + k``."""
+        """Row-major flat index: ``(i * D1 + j) * D2 + k``, each index an i64
+        first (``E.IndexCast``); one index is converted where it is used."""
         span = self.scope.span(node)
+        if len(values) > 1:
+            values = [E.IndexCast(v, T.i64, span=span) for v in values]
         flat = values[0]
         for dim, value in enumerate(values[1:], start=1):
             flat = E.Add(E.Mul(flat, self.extent(array, dim, span), span=span),

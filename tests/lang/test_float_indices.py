@@ -1,0 +1,96 @@
+"""A float index is converted to i64 (truncated toward zero) on its own, before
+the indices of a multi-dimensional access are combined row-major
+(docs/language.md, "Arrays and indexing"): ``m[0.5, 1]`` is ``m[0, 1]``, and
+an f32 index does not make the flat index an f32 sum that rounds past 2**24.
+Loads, stores and atomics, 2-D, 3-D and vector arrays, against NumPy."""
+
+import numpy as np
+import pytest
+
+import tack
+
+
+@tack.kernel
+def read_rows(m, rows, col, out):
+    for i in range(len(rows)):
+        out[i] = m[rows[i], col]
+
+
+@tack.kernel
+def write_rows(m, rows, col, value):
+    for i in range(len(rows)):
+        m[rows[i], col] = value
+
+
+@tack.kernel
+def add_rows(m, rows, col):
+    for i in range(len(rows)):
+        tack.atomic_add(m, (rows[i], col), 1)
+
+
+@tack.kernel
+def read_3d(a, x, out):
+    for i in range(len(x)):
+        out[i] = a[x[i], x[i] * 0.5, 1]
+
+
+@tack.kernel
+def read_vectors(p, x, out):
+    for i in range(len(x)):
+        out[i] = p[x[i], 1].y
+
+
+def truncated(x) -> np.ndarray:
+    return np.trunc(x).astype(np.int64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_loads_stores_and_atomics_truncate_each_index(dtype):
+    rng = np.random.default_rng()
+    n = int(rng.integers(3, 12))
+    host = np.arange(n * 10, dtype=np.int64).reshape(n, 10)
+    rows = (rng.random(int(rng.integers(1, 40))) * (n + 0.99) - 0.99).astype(dtype)
+    rows = np.concatenate([rows, np.array([0.5, -0.25, n - 0.5, 1.0], dtype)])
+    m, r = tack.array(host), tack.array(rows)
+    out = tack.zeros(len(rows), tack.i64)
+    read_rows(m, r, 3, out)
+    np.testing.assert_array_equal(out.numpy(), host[truncated(rows), 3])
+    write_rows(m, r, 7, -1)
+    want = host.copy()
+    want[truncated(rows), 7] = -1
+    np.testing.assert_array_equal(m.numpy(), want)
+    add_rows(m, r, 2)
+    np.add.at(want, (truncated(rows), 2), 1)
+    np.testing.assert_array_equal(m.numpy(), want)
+
+
+def test_an_f32_index_past_2_to_the_24():
+    """The flat index 2 * 6,000,000 + 5,999,999 is above 2**24: an f32 sum of the
+    indices rounds it (to the next element, past the end for the last one)."""
+    cols = 6_000_000
+    host = (np.arange(cols) % 251).astype(np.uint8)
+    m = tack.array(np.broadcast_to(host, (3, cols)))
+    x = np.array([cols - 3, cols - 2, cols - 1, 3], np.float32)
+    out = tack.zeros(4, tack.i64)
+
+    @tack.kernel
+    def last_row(m, x, out):
+        for i in range(len(x)):
+            out[i] = m[2, x[i]]
+    last_row(m, tack.array(x), out)
+    np.testing.assert_array_equal(out.numpy(), host[x.astype(np.int64)])
+
+
+def test_three_dimensions_and_vector_arrays():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((5, 4, 3))
+    x = np.array([0.0, 0.75, 1.5, 2.9, 3.99, -0.5], np.float64)
+    out = tack.zeros(len(x), tack.f64)
+    read_3d(tack.array(a), tack.array(x), out)
+    np.testing.assert_array_equal(out.numpy(), a[truncated(x), truncated(x * 0.5), 1])
+    p = rng.standard_normal((4, 3, 3)).astype(np.float32)
+    vectors = tack.array(p, dtype=tack.vec3())
+    got = tack.zeros(len(x), tack.f32)
+    read_vectors(vectors, tack.array(x[x < 4]), got[:int(np.sum(x < 4))])
+    np.testing.assert_array_equal(got.numpy()[:int(np.sum(x < 4))],
+                                  p[truncated(x[x < 4]), 1, 1])
