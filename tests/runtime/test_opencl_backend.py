@@ -231,3 +231,44 @@ def test_literal_integer_powers_have_the_cpus_bits(opencl, dtype):
         results.append(out.numpy())
     bits = f"u{np.dtype(dtype).itemsize}"
     np.testing.assert_array_equal(results[0].view(bits), results[1].view(bits))
+
+
+@tack.kernel
+def _slow_fill(out, reps):
+    for i in range(len(out)):
+        s = 0.0
+        for r in range(reps):
+            s += r * 0.5
+        out[i] = s
+
+
+def test_dropped_buffers_wait_for_the_queue_past_a_bound(opencl, monkeypatch):
+    """A step loop that never waits, dropping a temporary each step, keeps at
+    most MAX_PENDING_FREES dropped buffers (or Drops.limit bytes) for the queue:
+    the drop past the bound waits for it (soak audit: 200 steps held 200
+    temporaries, 800 MiB, until the end)."""
+    from tack.runtime.opencl import backend as cl_backend
+    monkeypatch.setattr(cl_backend, "MAX_PENDING_FREES", 8)
+    drops = opencl.backend.drops
+    opencl.synchronize()
+    assert drops.count == 0
+    for step in range(7):
+        temporary = tack.empty(1000, device=opencl)
+        _slow_fill(temporary, 10)
+        del temporary
+    assert drops.count == 7
+    temporary = tack.empty(1000, device=opencl)
+    _slow_fill(temporary, 10)
+    del temporary                       # the eighth: waits, and counts from zero
+    assert drops.count == 0 and drops.nbytes == 0
+    monkeypatch.setattr(drops, "limit", 1 << 16)
+    big = tack.empty(1 << 15, tack.f32, device=opencl)   # 128 KiB, past the limit
+    _slow_fill(big, 10)
+    values = big.numpy()
+    del big
+    assert drops.count == 0
+    np.testing.assert_array_equal(values, np.full(1 << 15, 22.5, np.float32))
+    tack.empty(3, device=opencl)          # dropped at once: counted until the next wait
+    assert drops.count == 1
+    opencl.synchronize()
+    assert drops.count == 0

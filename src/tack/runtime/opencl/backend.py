@@ -80,6 +80,41 @@ def all_devices():
     return devices
 
 
+# OpenCL frees a released buffer once the queued commands using it have run,
+# so a program that never waits would keep every array it drops while the
+# device is behind (a temporary per time step: all of them). After this many
+# buffers, or ``Drops.limit`` bytes, dropped since the queue last finished, a
+# drop waits for the queue (Level Zero: MAX_PENDING_FREES there too).
+MAX_PENDING_FREES = 256
+
+
+class Drops:
+    """The buffers dropped since the queue last finished (see MAX_PENDING_FREES)."""
+
+    __slots__ = ("queue", "limit", "count", "nbytes", "lock")
+
+    def __init__(self, queue, limit: int):
+        self.queue, self.limit = queue, limit
+        self.count = self.nbytes = 0
+        self.lock = threading.Lock()
+
+    def dropped(self, nbytes: int) -> None:
+        with self.lock:
+            self.count += 1
+            self.nbytes += nbytes
+            due = self.count >= MAX_PENDING_FREES or self.nbytes >= self.limit
+        if due:
+            try:
+                self.queue.finish()
+            except Exception:   # noqa: BLE001 (a failed launch: raised at the next wait)
+                return
+            self.finished()
+
+    def finished(self) -> None:
+        with self.lock:
+            self.count = self.nbytes = 0
+
+
 class CLBuffer:
     """Device memory: a ``cl.Buffer`` and the queue that orders its use.
 
@@ -90,9 +125,10 @@ class CLBuffer:
     device's base address alignment, and OpenCL leaves overlapping ones in one
     launch undefined)."""
 
-    __slots__ = ("mem", "queue", "nbytes", "address", "__weakref__")
+    __slots__ = ("mem", "queue", "nbytes", "address", "drops", "__weakref__")
 
-    def __init__(self, context, queue, nbytes: int, limit: int):
+    def __init__(self, context, queue, nbytes: int, limit: int, drops: Drops = None):
+        self.drops = None   # (a buffer whose allocation fails is not counted)
         cl = _cl()
         if nbytes > limit:
             raise MemoryError(f"cannot allocate {nbytes} bytes on an OpenCL device: "
@@ -105,6 +141,11 @@ class CLBuffer:
         self.queue = queue
         self.nbytes = nbytes
         self.address = 0
+        self.drops = drops
+
+    def __del__(self):
+        if self.drops is not None:
+            self.drops.dropped(self.nbytes)
 
     def read(self, nbytes: int, copy: bool, offset: int = 0):
         out = np.empty(nbytes, np.uint8)
@@ -156,6 +197,7 @@ class OpenCLBackend(Backend):
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.context)
         self.max_buffer = self.device.max_mem_alloc_size
+        self.drops = Drops(self.queue, max(1 << 26, self.device.global_mem_size // 16))
         self.memory_domain = ("opencl", index)
         extensions = self.device.extensions.split()
         fp64 = "cl_khr_fp64" in extensions
@@ -177,7 +219,7 @@ class OpenCLBackend(Backend):
                 self.device.driver_version)
 
     def allocate(self, nbytes: int) -> CLBuffer:
-        return CLBuffer(self.context, self.queue, nbytes, self.max_buffer)
+        return CLBuffer(self.context, self.queue, nbytes, self.max_buffer, self.drops)
 
     def synchronize(self) -> None:
         cl = _cl()
@@ -185,6 +227,7 @@ class OpenCLBackend(Backend):
             self.queue.finish()
         except cl.Error as exc:
             raise RuntimeError(f"an OpenCL launch failed: {exc}") from exc
+        self.drops.finished()
 
     # -- building --------------------------------------------------------------------
     def typed(self, fn):
