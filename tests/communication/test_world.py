@@ -65,6 +65,25 @@ def test_a_communicator_is_duplicated_and_freed():
     assert run_ranks(3, on_rank) == [True] * 3
 
 
+def test_a_refused_duplicate_says_to_free_worlds():
+    """MPICH's "Too many communicators" once a program made ~2048 worlds without
+    freeing them (soak audit): the error gets a note saying what to do."""
+    from fakempi import FakeComm
+
+    class Exhausted(FakeComm):
+        def Dup(self):
+            raise RuntimeError("Other MPI error: Too many communicators (0/2048 free)")
+
+    def on_rank(comm):
+        exhausted = Exhausted.__new__(Exhausted)
+        exhausted.__dict__.update(comm.__dict__)
+        with pytest.raises(RuntimeError, match="Too many communicators") as caught:
+            tack.World(exhausted)
+        return "".join(getattr(caught.value, "__notes__", []))
+    for note in run_ranks(2, on_rank):
+        assert "must free each one, or MPI runs out of communicators" in note
+
+
 def test_blocks_needs_a_world():
     with pytest.raises(TypeError, match=re.escape("Blocks() takes a tack.World, not str")):
         tack.Blocks(["cpu"], "world")

@@ -117,7 +117,7 @@ class World:
                 raise TypeError(f"World() takes an mpi4py communicator or an object "
                                 f"with {', '.join(REQUIRED)}; "
                                 f"{type(comm).__name__} has no {', '.join(missing)}")
-            self._comm = comm.Dup()
+            self._comm = _duplicate(comm)
             self.rank, self.size = self._comm.Get_rank(), self._comm.Get_size()
         self.gpu_aware = bool(gpu_aware)
         self._calls = 0
@@ -451,6 +451,20 @@ class World:
     def persistent(self) -> bool:
         """Whether the communicator makes persistent requests."""
         return hasattr(self._comm, "Send_init") and hasattr(self._comm, "Recv_init")
+
+
+def _duplicate(comm):
+    """``comm.Dup()``; where MPI refuses it, the error says what usually runs out
+    (MPICH allows about 2048 communicators in a process)."""
+    try:
+        return comm.Dup()
+    except Exception as exc:
+        if hasattr(exc, "add_note"):
+            exc.add_note("tack.World(comm) works on a duplicate of comm, which it keeps "
+                         "until world.free(): a program that makes a World per step "
+                         "(or per Blocks) must free each one, or MPI runs out of "
+                         "communicators")
+        raise
 
 
 def _code_equal(total: list, index: int) -> bool:
