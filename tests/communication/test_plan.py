@@ -207,3 +207,56 @@ def test_an_unknown_op_is_a_value_error_before_anything_moves():
             "Plan.run(): op must be one of 'copy', 'sum', not 'max'")):
         plan.run(values, op="max")
     assert values[1].numpy().tolist() == [1.0, 2.0, 3.0]
+
+
+PROGRESSIONS = [np.arange(3, 9), np.arange(2, 40, 7), np.array([5]), np.arange(0),
+                np.arange(30, 10, -4), np.array([4, 4, 4]), np.array([1, 2, 4])]
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.parametrize("op", ["copy", "sum"])
+def test_rows_columns_and_other_index_runs(rng, ranks, op):
+    """Runs with a step (a grid's rows and columns) are copied as strided slices,
+    other indices gathered and scattered: the same result as NumPy for every
+    kind, between blocks of one rank and of two."""
+    from fakempi import run_ranks
+    m, count = 48, 4
+    pairs = [(s, d) for s in range(count) for d in range(count)]
+    picks = rng.integers(len(PROGRESSIONS), size=(len(pairs), 2))
+    sends = {s: {} for s in range(count)}
+    receives = {d: {} for d in range(count)}
+    for (s, d), (a, b) in zip(pairs, picks):
+        n = min(PROGRESSIONS[a].size, PROGRESSIONS[b].size)
+        sends[s][d] = PROGRESSIONS[a][:n]
+        receives[d][s] = np.sort(PROGRESSIONS[b][:n]) if op == "copy" else PROGRESSIONS[b][:n]
+    if op == "copy":   # a copy receives each element once
+        for d in range(count):
+            taken = set()
+            for s in range(count):
+                keep = [k for k, j in enumerate(receives[d][s]) if j not in taken]
+                taken.update(int(j) for j in receives[d][s][keep])
+                receives[d][s], sends[s][d] = receives[d][s][keep], sends[s][d][keep]
+    host = {g: rng.integers(-1000, 1000, m).astype(np.int64) for g in range(count)}
+    want = {g: host[g].copy() for g in range(count)}
+    for d in range(count):
+        for s in range(count):
+            data = host[s][sends[s][d]]
+            if op == "sum":
+                np.add.at(want[d], receives[d][s], data)
+            else:
+                want[d][receives[d][s]] = data
+
+    def on_rank(comm):
+        world = tack.World(comm)
+        per = count // ranks
+        blocks = tack.Blocks(["cpu"] * per, world)
+        mine = blocks.local
+        plan = tack.Plan(blocks, {g: sends[g] for g in mine}, {g: receives[g] for g in mine})
+        values = {g: tack.array(host[g]) for g in mine}
+        plan.run(values, op=op)
+        for g in mine:
+            np.testing.assert_array_equal(values[g].numpy(), want[g], f"block {g}")
+        plan.free()
+        world.free()
+        return True
+    assert (run_ranks(ranks, on_rank) if ranks > 1 else [on_rank(None)]) == [True] * ranks

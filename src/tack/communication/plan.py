@@ -350,7 +350,7 @@ class _State:
         self.type_name = type_name
         element = T.from_type_name(type_name) if type_name else T.u8
         dtype, rows = T.scalar_of(element).numpy, T.element_shape(element)
-        self.local = [(s, d, i, j, np.empty((i.size,) + rows, dtype))
+        self.local = [(s, d, _indexer(i), _indexer(j), np.empty((i.size,) + rows, dtype))
                       for s, d, i, j in plan._local]
         self.gathers, self.scatters, sends, recvs = [], [], [], []
         for peer, items in plan._out.items():
@@ -361,6 +361,8 @@ class _State:
             buffer = np.empty((sum(item[1].size for item in items),) + rows, dtype)
             self.scatters.extend(_pieces(buffer, items))
             recvs.append((buffer, peer))
+        self.gathers = [(g, _indexer(i), out, x) for g, i, out, x in self.gathers]
+        self.scatters = [(g, _indexer(i), data, x) for g, i, data, x in self.scatters]
         self.requests = _Requests(world, plan.tag, recvs, sends)
         # op="sum": every received part, local and remote, added in order of
         # destination and then source block (the same order on any layout)
@@ -378,7 +380,7 @@ class _State:
     def gather(self, views) -> None:
         """Fill the send buffers. Only reads ``views``."""
         for g, index, out, _ in self.gathers:
-            np.take(views[g][1], index, axis=0, out=out, mode="clip")
+            _take(views[g][1], index, out)
 
     def start(self, views, speculative: bool = False, started: bool = False) -> None:
         """Start the receives, gather and start the sends (empty ones where
@@ -393,7 +395,7 @@ class _State:
             self.gather(views)
         requests.start_sends(speculative, started=started)
         for s, _, index, _, out in self.local:
-            np.take(views[s][1], index, axis=0, out=out, mode="clip")
+            _take(views[s][1], index, out)
 
     def complete(self, views, add: bool = False) -> None:
         """Write (or ``add``) the local copies and the received elements; wait
@@ -401,7 +403,7 @@ class _State:
         if add or self.ordered:
             self.requests.wait()
             for d, index, data in self.adds:
-                (np.add.at if add else _put)(views[d][1], index, data)
+                (_add if add else _put)(views[d][1], index, data)
             return
         for _, d, _, index, data in self.local:
             _put(views[d][1], index, data)
@@ -553,12 +555,60 @@ def _same_arrays(views: dict, values) -> bool:
     return True
 
 
-def _put(view: np.ndarray, index: np.ndarray, data: np.ndarray) -> None:
-    """``view[index] = data`` by rows (elements); indices were checked at run."""
-    if view.ndim == 1:
-        np.put(view, index, data, mode="clip")
+def _indexer(index: np.ndarray):
+    """``index`` as runs ``((slice of the array, start, stop in the message), ...)``
+    where it is a few arithmetic progressions with positive steps (a grid's rows:
+    step 1; its columns: the row length), copied as strided slices instead of
+    gathered and scattered (a 1 MiB row took 0.8 ms a run by ``np.take`` and
+    ``np.put``; mpiport audit); else ``index`` itself."""
+    n = index.size
+    most = 1 + n // 64                      # runs of 64 elements on average, or fewer
+    steps = np.diff(index)
+    changes = np.flatnonzero(steps[1:] != steps[:-1]) + 1   # where the step changes
+    if changes.size > 2 * most:
+        return index
+    runs, k = [], 0
+    while k < n and len(runs) <= most:
+        stop = k + 1
+        if k < n - 1 and steps[k] > 0:      # elements k .. the next change, by steps[k]
+            later = np.searchsorted(changes, k, side="right")
+            stop = (int(changes[later]) if later < changes.size else n - 1) + 1
+        step = int(steps[k]) if stop > k + 1 else 1
+        first = int(index[k])
+        runs.append((slice(first, first + step * (stop - 1 - k) + 1, step), k, stop))
+        k = stop
+    return tuple(runs) if len(runs) <= 1 + n // 64 else index
+
+
+def _take(view: np.ndarray, index, out: np.ndarray) -> None:
+    """``out[:] = view[index]`` by rows (elements); indices were checked at run."""
+    if type(index) is tuple:
+        for run, start, stop in index:
+            out[start:stop] = view[run]
     else:
+        np.take(view, index, axis=0, out=out, mode="clip")
+
+
+def _put(view: np.ndarray, index, data: np.ndarray) -> None:
+    """``view[index] = data`` by rows (elements); indices were checked at run.
+    Runs are written in order, so an element that comes twice ends with the
+    later value, as with an index array."""
+    if type(index) is tuple:
+        for run, start, stop in index:
+            view[run] = data[start:stop]
+    elif view.ndim != 1:
         view[index] = data
+    else:
+        np.put(view, index, data, mode="clip")
+
+
+def _add(view: np.ndarray, index, data: np.ndarray) -> None:
+    """``view[index] += data``, an element that comes twice adding twice, in order."""
+    if type(index) is tuple:
+        for run, start, stop in index:
+            view[run] += data[start:stop]
+    else:
+        np.add.at(view, index, data)
 
 
 def _received_twice(indices) -> bool:
