@@ -94,3 +94,33 @@ def test_three_dimensions_and_vector_arrays():
     read_vectors(vectors, tack.array(x[x < 4]), got[:int(np.sum(x < 4))])
     np.testing.assert_array_equal(got.numpy()[:int(np.sum(x < 4))],
                                   p[truncated(x[x < 4]), 1, 1])
+
+
+@tack.kernel
+def pick_components(p, x, out):
+    for i in range(len(x)):
+        v = p[0]
+        out[i] = v[x[i]] + v[1.0] * 100.0
+
+
+@tack.kernel
+def pick_entries(x, out):
+    for i in range(len(x)):
+        m = tack.mat33(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
+        out[i] = m[x[i], x[i] * 0.5]
+
+
+def test_vector_and_matrix_components_truncate_a_float_index():
+    """``v[x]`` with a float ``x`` truncates as an array index does (it gave the
+    last component for every float: randdiff6), and so does a float literal."""
+    x = np.array([0.5, 1.9, 2.2, -0.5, 1.0, 0.0], np.float32)
+    out = tack.zeros(len(x), tack.f32)
+    pick_components(tack.array(np.array([[10, 20, 30]], np.float32), dtype=tack.vec3()),
+                    tack.array(x), out)
+    np.testing.assert_array_equal(out.numpy(), np.array([10, 20, 30], np.float32)[
+        truncated(x)] + 2000)
+    y = np.array([0.0, 1.5, 2.9, 2.0, -0.7], np.float32)
+    entries = tack.zeros(len(y), tack.f32)
+    pick_entries(tack.array(y), entries)
+    m = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
+    np.testing.assert_array_equal(entries.numpy(), m[truncated(y), truncated(y * 0.5)])

@@ -13,6 +13,7 @@ the code generators only ever see scalars.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 
 from ... import types as T
@@ -165,13 +166,15 @@ class VectorLowering:
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
         if len(parts) > len(value.shape):
             raise self.vector_error(f"{len(parts)} indices into a {value.describe()}", node)
-        indices = self.ordered(parts)
+        span = self.scope.span(node)
+        # a float index truncates, as an array's does (language.md: v[k])
+        indices = [_whole(i) if isinstance(i, E.Const) else E.IndexCast(i, T.i64, span=span)
+                   for i in self.ordered(parts)]
         candidates = value.rows() if value.kind == "mat" and len(parts) == 1 else None
         if candidates is None:
             if len(parts) == 2:
                 candidates = list(value.comps)
                 c = value.shape[1]
-                span = self.scope.span(node)
                 flat = E.Add(E.Mul(indices[0], E.Const(c, span=span), span=span),
                              indices[1], span=span)
                 return self.pick(candidates, flat, self.literal_entry(value, indices, node),
@@ -425,3 +428,9 @@ def component_index(flat: E.Expr, count: int, k: int, span) -> E.Expr:
     return scaled if k == 0 else E.Add(scaled, E.Const(k, span=span), span=span)
 
 
+def _whole(index: E.Const) -> E.Const:
+    """A literal component index; a float one truncated (``v[1.0]`` is ``v[1]``)."""
+    value = index.value
+    if isinstance(value, float) and math.isfinite(value):
+        return index.replace(value=int(value))
+    return index
