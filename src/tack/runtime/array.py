@@ -339,9 +339,11 @@ class Array:
                             f"got {_index_text(index)}")
         start, stop, step = first.indices(self._shape[0])
         if step != 1:
+            written = ":".join("" if v is None else str(v)
+                               for v in (first.start, first.stop, first.step))
             raise ValueError(f"a view of a tack.Array is a contiguous range: a[start:"
                              f"stop] takes no step (got {step}); copy with tack.array("
-                             f"a.numpy()[::{step}], device=a.device) or index in a kernel")
+                             f"a.numpy()[{written}], device=a.device) or index in a kernel")
         count = max(stop - start, 0)
         row = self._dtype.itemsize * math.prod(self._shape[1:])
         # (an OpenCL buffer has no address: positions count bytes from the start
