@@ -270,6 +270,24 @@ def test_calls_in_different_order(comm, rng):
     world.free()
 
 
+def test_a_rank_that_skips_the_last_call_and_frees(comm, rng):
+    """``if blocks.local: blocks.all_reduce(...)`` then ``world.free()``: the rank
+    with no blocks frees while the others wait in the call. free() agrees first,
+    so every rank raises instead of the others hanging (mpiport audit)."""
+    if comm.Get_size() == 1:
+        return
+    world = tack.World(comm)
+    skips = comm.Get_rank() == comm.Get_size() - 1
+    blocks = tack.Blocks([] if skips else ["cpu"], world)
+    if skips:
+        raises(ValueError, "is in World.free()", world.free)
+    else:
+        raises(ValueError, "collective calls differ between ranks", blocks.all_reduce,
+               {g: 1.0 for g in blocks.local})
+        world.free()        # out of step: released without agreeing
+    assert world.comm is None
+
+
 def test_errors_in_holds_reach_every_rank(comm, rng):
     blocks, world, bad = setup(comm)
     bounds = {g: ((float(g), 0.0), (g + 1.0, 1.0)) for g in blocks.local}

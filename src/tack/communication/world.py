@@ -122,6 +122,7 @@ class World:
         self.gpu_aware = bool(gpu_aware)
         self._calls = 0
         self._freed = False
+        self._out_of_step = False   # ranks were found in different calls
         self._serial = 0
         # slots: the flags, then the call counter and two codes for the operation
         # and for each field, each as (ranks, sum, sum of squares)
@@ -163,9 +164,22 @@ class World:
         return self._comm
 
     def free(self) -> None:
-        """Release the duplicated communicator; the world cannot be used after."""
+        """Release the duplicated communicator; the world cannot be used after.
+
+        Collective, as MPI's ``Comm_free`` is: every rank frees its world, after
+        the same calls. It agrees first, as every call does, so that a rank that
+        skipped a call and frees while the others wait in it raises the
+        "collective calls differ" ``ValueError``, there and on the others,
+        instead of leaving them waiting. The world is released either way."""
         if self._freed:
             return
+        error = None
+        if self._comm is not None and self.size > 1 and self._open is None and \
+                not self._out_of_step:
+            try:
+                self.agree("World.free()")
+            except BaseException as exc:   # noqa: BLE001 (raised below, once freed)
+                error = exc
         self._freed = True
         for holder in list(self._holders):
             holder.free()
@@ -179,6 +193,8 @@ class World:
         if self._comm is not None and hasattr(self._comm, "Free"):
             self._comm.Free()
         self._comm = None
+        if error is not None:
+            raise error
 
     def hold(self, holder) -> None:
         """Note ``holder`` (with ``free()``) as holding persistent requests on
@@ -311,6 +327,7 @@ class World:
             self._drain(posted, requests)
         if not same_call:
             names = self.allgather((operation, self._calls))
+            self._out_of_step = True    # free() cannot agree with ranks out of step
             raise ValueError(mismatch_message(names))
         if total[0]:
             faults = self.allgather(None if error is None else error_record(error))
