@@ -62,7 +62,7 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
     world.agree(SAVE, error, [the_blocks(blocks, SAVE),
                               (None if error else _spelling(attrs), ValueError,
                                f"{SAVE}: attrs")])
-    manifests = world.allgather(manifest)
+    manifests = world.alltoall([manifest if r == 0 else None for r in range(world.size)])
     partial = os.fspath(path) + ".partial"
     if world.rank == 0:
         error = _write(partial, blocks, values, attrs, manifests)
@@ -96,13 +96,13 @@ def load(path, blocks) -> tuple:
     found, error = (fault(_read_manifest, path) if world.rank == 0
                     else fault(_check_path, path, LOAD))
     world.agree(LOAD, error, [the_blocks(blocks, LOAD)])
-    count, manifest, attrs = world.allgather(found if world.rank == 0 else None)[0]
+    count, manifest, attrs = world.alltoall(_shares(blocks, found))[0]
     if count != blocks.count:
         raise ValueError(f"{LOAD}: the checkpoint holds {count} blocks and the Blocks "
                          f"{blocks.count}; restart with as many blocks as were saved "
                          f"(they may sit on any number of ranks)")
-    if world.rank == 0:
-        host, error = _read_and_send(os.fspath(path), blocks, manifest)
+    if world.rank == 0:   # the whole manifest, every rank's share
+        host, error = _read_and_send(os.fspath(path), blocks, found[1])
     else:
         host, error = _receive_blocks(world, blocks, manifest), None
     world.agree(LOAD, error)
@@ -114,6 +114,18 @@ def load(path, blocks) -> tuple:
                        for (name, (dtype, shape)), (raw, address, _) in zip(
                            manifest[gid].items(), host[gid])}
     return values, attrs
+
+
+def _shares(blocks, found) -> list:
+    """Per rank, what rank 0 tells it of the checkpoint ``found`` (``(block count,
+    manifest, attrs)``): the count, its blocks' part of the manifest, the attrs;
+    None from the other ranks."""
+    if found is None:
+        return [None] * blocks.world.size
+    count, manifest, attrs = found
+    return [(count, {gid: manifest.get(gid, {}) for gid in range(
+        blocks.first_of(r), blocks.first_of(r + 1))}, attrs)
+        for r in range(blocks.world.size)]
 
 
 # -- checks ---------------------------------------------------------------------------
