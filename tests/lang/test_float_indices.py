@@ -124,3 +124,38 @@ def test_vector_and_matrix_components_truncate_a_float_index():
     pick_entries(tack.array(y), entries)
     m = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
     np.testing.assert_array_equal(entries.numpy(), m[truncated(y), truncated(y * 0.5)])
+
+
+@tack.kernel
+def vector_rows(p, idx, out):
+    for i in range(len(idx)):
+        out[i] = p[idx[i]].y
+
+
+@tack.kernel
+def vector_writes(p, idx, v):
+    for i in range(1):
+        p[idx[0]] = v
+        tack.atomic_add(p, idx[1], v)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
+def test_one_index_into_an_array_of_vectors(dtype):
+    """A narrow or float index of a 1-D array of vectors becomes an i64 before it
+    is scaled by the component count (a u8 100 read flat element 44 = p[14].z,
+    and 0.9 read element trunc(0.9 * 3 + 1) = p[1].x; probes audit)."""
+    n = 12000
+    host = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+    first = 11000 if dtype == np.int16 else 100     # 33000 wraps in i16, 300 in u8
+    idx = np.array([first, 255, 7, 0.9 if dtype in (np.float32, np.float64) else 1],
+                   dtype=dtype)
+    p = tack.array(host, dtype=tack.vec3())
+    out = tack.zeros(len(idx), tack.f32)
+    vector_rows(p, tack.array(idx), out)
+    vector_writes(p, tack.array(idx), tack.vec3(-1.0, -2.0, -3.0))
+    rows = truncated(idx)
+    np.testing.assert_array_equal(out.numpy(), host[rows, 1])
+    want = host.copy()
+    want[rows[0]] = [-1.0, -2.0, -3.0]
+    want[rows[1]] += [-1.0, -2.0, -3.0]
+    np.testing.assert_array_equal(p.numpy(), want)

@@ -424,7 +424,11 @@ def _dot(a, b, span) -> E.Expr:
 
 
 def component_index(flat: E.Expr, count: int, k: int, span) -> E.Expr:
-    scaled = E.Mul(flat, E.Const(count, span=span), span=span)
+    """The storage index of component ``k`` of the element at ``flat``, which is
+    an i64 first: a float truncates, a narrow integer (u8, i16, ...) does not
+    wrap when scaled by ``count``."""
+    scaled = E.Mul(E.IndexCast(flat, T.i64, span=span), E.Const(count, span=span),
+                   span=span)
     return scaled if k == 0 else E.Add(scaled, E.Const(k, span=span), span=span)
 
 
