@@ -394,3 +394,34 @@ def test_an_array_is_allocated_once():
     with pytest.raises(tack.UnsupportedSyntaxError,
                        match="unsupported second allocation of 'buf'"):
         allocated_twice(tack.zeros(2))
+
+
+@tack.kernel
+def like_a_vector_array(p, out):
+    for i in range(len(out)):
+        buf = tack.local_array_like(p, 4)
+        buf[0] = p[i].y
+        out[i] = buf[0]
+
+
+@tack.kernel
+def shared_like_a_matrix_array(m, out):
+    for i in range(len(out)):
+        tile = tack.shared_like(m, 256)
+        tile[0] = m[i][0, 0]
+        out[i] = tile[0]
+
+
+def test_like_allocations_of_vector_and_matrix_arrays_are_refused():
+    """They made an array of n scalars of the storage type, silently (probes audit)."""
+    p = tack.array(np.zeros((2, 3), np.float32), dtype=tack.vec3())
+    with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(
+            "unsupported tack.local_array_like() of an array of vec3(f32) elements (local "
+            "and shared arrays hold scalars: tack.local_array(n * 3, tack.f32) holds the "
+            "components of n)")):
+        like_a_vector_array(p, tack.zeros(2))
+    m = tack.array(np.zeros((2, 3, 3)), dtype=tack.mat33(dtype=tack.f64))
+    with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(
+            "tack.shared_like() of an array of mat33(f64) elements (local and shared arrays "
+            "hold scalars: tack.shared(n * 9, tack.f64)")):
+        shared_like_a_matrix_array(m, tack.zeros(2, tack.f64))

@@ -153,7 +153,7 @@ class World:
                 self.agree("tack.World()", flag, [(self.gpu_aware, ValueError,
                                                    "tack.World(): gpu_aware")])
             except BaseException:
-                self.free()          # every rank raises: the frees match
+                self._release()      # every rank raises, each releases its own
                 raise
             self._calls = 0          # messages number the user's calls from 1
 
@@ -180,6 +180,14 @@ class World:
                 self.agree("World.free()")
             except BaseException as exc:   # noqa: BLE001 (raised below, once freed)
                 error = exc
+        self._release()
+        if error is not None:
+            raise error
+
+    def _release(self) -> None:
+        """Free the requests and the communicator, without agreeing."""
+        if self._freed:
+            return
         self._freed = True
         for holder in list(self._holders):
             holder.free()
@@ -193,8 +201,6 @@ class World:
         if self._comm is not None and hasattr(self._comm, "Free"):
             self._comm.Free()
         self._comm = None
-        if error is not None:
-            raise error
 
     def hold(self, holder) -> None:
         """Note ``holder`` (with ``free()``) as holding persistent requests on
@@ -204,8 +210,14 @@ class World:
     def __enter__(self) -> "World":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.free()
+    def __exit__(self, exc_type, *exc) -> None:
+        # An exception leaving the block (on this rank only, perhaps, while the
+        # others wait elsewhere) goes on at once, to mpi4py's abort under
+        # ``python -m mpi4py``: the world is released without agreeing.
+        if exc_type is None:
+            self.free()
+        else:
+            self._release()
 
     def __repr__(self) -> str:
         kind = "MPI" if self._comm is not None else "one process"

@@ -117,6 +117,12 @@ class StatementLowering:
         if len(call.args) != 2 or call.keywords:
             raise scope.error(TypeError, f"{spelled}() takes an array and a size", call)
         like = self.array_name(call.args[0])
+        element = self.elements.get(like)
+        if element is not None:   # local and shared arrays hold scalars
+            raise scope.unsupported(
+                f"{spelled}() of an array of {element} elements (local and shared arrays "
+                f"hold scalars: {spelled.removesuffix('_like')}(n * {element.count}, "
+                f"tack.{T.scalar_of(element)}) holds the components of n)", call)
         size = call.args[1]
         if not (isinstance(size, ast.Constant) and type(size.value) is int
                 and size.value > 0):
