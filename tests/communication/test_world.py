@@ -90,3 +90,36 @@ def test_blocks_needs_a_world():
     with pytest.raises(TypeError, match=re.escape(
             "Blocks() takes a sequence of devices, one per block, not str")):
         tack.Blocks("cpu")
+
+
+def test_free_after_a_skipped_call_raises_on_every_rank():
+    """A rank with no blocks skips ``all_reduce`` and frees: the free agrees, so
+    both ranks raise instead of the other waiting forever (mpiport audit)."""
+    def on_rank(comm):
+        world = tack.World(comm)
+        blocks = tack.Blocks(["cpu"] if comm.Get_rank() == 0 else [], world)
+        if comm.Get_rank() == 0:
+            with pytest.raises(ValueError, match=re.escape(
+                    "rank 0 is in Blocks.all_reduce() (call 2); rank 1 is in World.free() "
+                    "(call 2)")):
+                blocks.all_reduce({0: 1.0})
+            world.free()            # out of step: released without agreeing
+        else:
+            with pytest.raises(ValueError, match="collective calls differ between ranks"):
+                world.free()
+        return world.comm is None
+    assert run_ranks(2, on_rank) == [True, True]
+
+
+def test_an_exception_leaving_a_with_block_does_not_wait_for_the_others():
+    """The other ranks may be anywhere (outside Tack): the world is released
+    without agreeing, and the exception goes on (review)."""
+    def on_rank(comm):
+        if comm.Get_rank() == 0:
+            with pytest.raises(KeyError):
+                with tack.World(comm):
+                    raise KeyError("a rank-local mistake")
+        else:
+            tack.World(comm)        # then on with something else: never frees
+        return True
+    assert run_ranks(2, on_rank) == [True, True]
