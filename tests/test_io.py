@@ -344,3 +344,35 @@ def test_load_refuses_a_damaged_checkpoint(tmp_path):
     with pytest.raises(ValueError, match="has a group blocks/7, not a block id below its "
                                          "block_count 2"):
         tack.io.load(path, blocks)
+
+
+def test_a_dataset_claiming_more_than_it_stores_is_refused_before_anything_moves(tmp_path):
+    """A damaged file whose dataset claims 2**42 elements in a few bytes: rank 0
+    raised MemoryError alone and the others waited forever (ioaudit)."""
+    path = str(tmp_path / "huge.h5")
+    tack.io.save(path, tack.Blocks(["cpu"] * 2), {0: {"u": tack.zeros(3)}, 1: {}})
+    with h5py.File(path, "a") as f:
+        del f["blocks/0/u"]
+        f["blocks/0"].create_dataset("u", shape=(2**42,), dtype=np.float32)
+        f["blocks/0/u"].attrs["tack_dtype"] = "f32"
+
+    def load(world, rank):
+        tack.io.load(path, tack.Blocks(["cpu"], world))
+    raises_everywhere(2, load, ValueError, r"the dataset /blocks/0/u of the shape "
+                                           r"\(4398046511104,\) stores 0 bytes, not its")
+
+
+def test_ranks_naming_different_files(tmp_path):
+    """Only rank 0's path was used: rank 1 believed it wrote its own (ioaudit)."""
+    def save(world, rank):
+        blocks = tack.Blocks(["cpu"], world)
+        tack.io.save(str(tmp_path / f"rank{rank}.h5"), blocks, {blocks.local.start: {}})
+    raises_everywhere(2, save, ValueError, r"tack.io.save\(\): the path differs between "
+                                           "ranks")
+    assert not os.listdir(tmp_path)
+    tack.io.save(tmp_path / "c.h5", tack.Blocks(["cpu"] * 2), {0: {}, 1: {}})
+
+    def load(world, rank):
+        tack.io.load(str(tmp_path / ("c.h5" if rank == 0 else "other.h5")),
+                     tack.Blocks(["cpu"], world))
+    raises_everywhere(2, load, ValueError, r"tack.io.load\(\): the path differs between")

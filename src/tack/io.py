@@ -59,21 +59,30 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
     world = blocks.world
     found, error = fault(_check_save, path, blocks, values, attrs)
     manifest, attrs = found if error is None else (None, None)
-    world.agree(SAVE, error, [the_blocks(blocks, SAVE),
+    world.agree(SAVE, error, [the_blocks(blocks, SAVE), _the_path(path, SAVE),
                               (None if error else _spelling(attrs), ValueError,
                                f"{SAVE}: attrs")])
     manifests = world.alltoall([manifest if r == 0 else None for r in range(world.size)])
     partial = os.fspath(path) + ".partial"
-    if world.rank == 0:
-        error = _write(partial, blocks, values, attrs, manifests)
-    else:
-        error = _send_arrays(world, manifest, values)
-    try:            # every rank's arrays reached the file: only then replace
+    out = scratch = None
+    if world.rank == 0:     # the file, and room for the largest message
+        started, error = fault(_start_file, partial, blocks.count, attrs, manifests)
+        out, scratch = started or (None, None)
+    try:
         world.agree(SAVE, error)
+        if world.rank == 0:
+            error = _write(out, scratch, world, values, manifests)
+            _, problem = fault(out.close)
+            error = error or problem
+        else:
+            error = _send_arrays(world, manifest, values)
+        world.agree(SAVE, error)    # every rank's arrays reached the file: replace
         if world.rank == 0:
             _, error = fault(os.replace, partial, path)
         world.agree(SAVE, error)
     finally:
+        if out:
+            out.close()
         if world.rank == 0 and os.path.exists(partial):
             os.remove(partial)
 
@@ -95,16 +104,22 @@ def load(path, blocks) -> tuple:
     world = blocks.world
     found, error = (fault(_read_manifest, path) if world.rank == 0
                     else fault(_check_path, path, LOAD))
-    world.agree(LOAD, error, [the_blocks(blocks, LOAD)])
+    world.agree(LOAD, error, [the_blocks(blocks, LOAD), _the_path(path, LOAD)])
     count, manifest, attrs = world.alltoall(_shares(blocks, found))[0]
     if count != blocks.count:
         raise ValueError(f"{LOAD}: the checkpoint holds {count} blocks and the Blocks "
                          f"{blocks.count}; restart with as many blocks as were saved "
                          f"(they may sit on any number of ranks)")
+    # every rank's buffers first (rank 0's scratch holds any other rank's array):
+    # a rank that cannot allocate them fails the call before a message moves
+    landings, error = fault(_landings, blocks, manifest,
+                            found[1] if world.rank == 0 else None)
+    world.agree(LOAD, error)
+    host, scratch = landings
     if world.rank == 0:   # the whole manifest, every rank's share
-        host, error = _read_and_send(os.fspath(path), blocks, found[1])
+        error = _read_and_send(os.fspath(path), blocks, found[1], host, scratch)
     else:
-        host, error = _receive_blocks(world, blocks, manifest), None
+        _receive_blocks(world, blocks, manifest, host)
     world.agree(LOAD, error)
     values = {}
     for gid in blocks.local:
@@ -137,6 +152,12 @@ def _h5py():
         raise ImportError("tack.io needs h5py: pip install 'tack-hpc[io]' "
                           "(or pip install h5py)") from None
     return h5py
+
+
+def _the_path(path, call: str) -> tuple:
+    """The agreement field of the path: every rank names the same file."""
+    value = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    return (value, ValueError, f"{call}: the path")
 
 
 def _check_path(path, call: str) -> None:
@@ -205,27 +226,33 @@ def _host(a) -> np.ndarray:
     return np.asarray(transport.host_values(a), order="C")
 
 
-def _buffer(dtype: str, shape: tuple) -> np.ndarray:
-    """An empty host array for an array of element type ``dtype`` and ``shape``."""
-    element = T.from_type_name(dtype)
-    return np.empty(shape + T.element_shape(element), T.scalar_of(element).numpy)
-
-
-def _write(partial: str, blocks, values, attrs, manifests):
-    """Rank 0: the file ``partial`` written from its own arrays and the others'
-    messages; returns the error that stopped it, or None. It receives every
-    message whatever happens, so that no rank is left sending."""
-    h5py, error, out = _h5py(), None, None
+def _start_file(partial: str, count: int, attrs: dict, manifests) -> tuple:
+    """Rank 0: ``(file, scratch)``: the checkpoint ``partial`` opened with its
+    attributes written, and a host buffer that holds the largest array another
+    rank sends."""
+    largest = max((_nbytes(dtype, shape) for m in manifests[1:]
+                   for named in m.values() for dtype, shape in named.values()), default=0)
+    scratch = np.empty(largest, np.uint8)
+    out = _h5py().File(partial, "w")
     try:
-        out = h5py.File(partial, "w")
         out.attrs["tack_checkpoint"] = FORMAT
-        out.attrs["block_count"] = blocks.count
+        out.attrs["block_count"] = count
         group = out.create_group("attrs", track_order=True)
         for name, value in attrs.items():
             group.attrs[name] = value
         out.create_group("blocks")
-    except BaseException as exc:   # noqa: BLE001 (agreed on every rank)
-        error = exc
+    except BaseException:
+        out.close()
+        raise
+    return out, scratch
+
+
+def _write(out, scratch, world, values, manifests):
+    """Rank 0: every rank's arrays written to ``out``, its own from ``values``,
+    the others' received into ``scratch`` one at a time; returns the error that
+    stopped it, or None. It receives every message whatever happens, so that no
+    rank is left sending."""
+    error = None
     for rank, manifest in enumerate(manifests):
         for gid, named in manifest.items():
             for name, (dtype, shape) in named.items():
@@ -233,14 +260,25 @@ def _write(partial: str, blocks, values, attrs, manifests):
                     data, problem = fault(_host, values[gid][name])
                     error = error or problem
                 else:
-                    data = _buffer(dtype, shape)
-                    _receive(blocks.world, data, rank)
+                    data = _view(scratch, dtype, shape)
+                    _receive(world, data, rank)
                 if error is None:
                     _, error = fault(_dataset, out, gid, name, dtype, data)
-    if out is not None:
-        _, problem = fault(out.close)
-        error = error or problem
     return error
+
+
+def _nbytes(dtype: str, shape: tuple) -> int:
+    element = T.from_type_name(dtype)
+    return math.prod(shape) * element.itemsize
+
+
+def _view(raw: np.ndarray, dtype: str, shape: tuple) -> np.ndarray:
+    """The first bytes of ``raw`` as an array of element type ``dtype`` and ``shape``
+    in its NumPy form (components last)."""
+    element = T.from_type_name(dtype)
+    scalar = T.scalar_of(element)
+    return raw[:_nbytes(dtype, shape)].view(scalar.numpy).reshape(
+        shape + T.element_shape(element))
 
 
 def _receive(world, buffer, rank: int) -> None:
@@ -290,6 +328,10 @@ def _entry(dataset) -> tuple:
             dataset.shape[dataset.ndim - len(components):] != components:
         raise ValueError(f"{LOAD}: the dataset {dataset.name} holds {dataset.dtype} of "
                          f"the shape {dataset.shape}, which is no array of {dtype}")
+    nbytes, stored = dataset.size * dataset.dtype.itemsize, dataset.id.get_storage_size()
+    if dataset.chunks is None and stored != nbytes:   # save writes whole datasets
+        raise ValueError(f"{LOAD}: the dataset {dataset.name} of the shape "
+                         f"{dataset.shape} stores {stored} bytes, not its {nbytes}")
     return dtype, dataset.shape[:dataset.ndim - len(components)]
 
 
@@ -302,29 +344,23 @@ def _python(value):
     return value
 
 
-def _read_and_send(path: str, blocks, manifest) -> tuple:
-    """Rank 0: ``(its blocks' arrays as _landing triples, error)``, having sent
-    every other rank's arrays in manifest order (empty messages after an error)."""
+def _read_and_send(path: str, blocks, manifest, mine, scratch):
+    """Rank 0: its blocks' arrays read into their landings ``mine``, every other
+    rank's read into ``scratch`` and sent, in manifest order (empty messages
+    after an error); returns the error, or None."""
     world, error = blocks.world, None
-    mine = {gid: [] for gid in blocks.local}
-    try:
-        f = _h5py().File(path, "r")
-    except BaseException as exc:   # noqa: BLE001 (agreed on every rank)
-        f, error = None, exc
+    f, error = fault(_h5py().File, path, "r")
     for gid in range(blocks.count):
         rank = blocks.rank_of(gid)
-        for name, (dtype, shape) in manifest[gid].items():
-            landing = _landing(dtype, shape) if rank == 0 else None
-            data = _buffer(dtype, shape) if rank else landing[2]
+        for k, (name, (dtype, shape)) in enumerate(manifest[gid].items()):
+            data = mine[gid][k][2] if rank == 0 else _view(scratch, dtype, shape)
             if error is None:
                 _, error = fault(_read, f, gid, name, data)
-            if rank == 0:
-                mine[gid].append(landing)
-            else:
+            if rank:
                 world.isend(_NOTHING if error else data, rank, TAG_IO).Wait()
     if f is not None:
         f.close()
-    return mine, error
+    return error
 
 
 def _read(f, gid: int, name: str, into: np.ndarray) -> None:
@@ -346,13 +382,20 @@ def _landing(dtype: str, shape: tuple) -> tuple:
     return raw, address, raw.view(scalar.numpy).reshape(full)
 
 
-def _receive_blocks(world, blocks, manifest) -> dict:
-    """A rank's blocks' arrays from rank 0 as _landing triples, in manifest order."""
-    host = {}
+def _landings(blocks, manifest, whole) -> tuple:
+    """``({gid: [_landing per array]}, scratch)`` for this rank's blocks; on rank
+    0 (given the ``whole`` manifest) ``scratch`` holds the largest array of
+    another rank."""
+    host = {gid: [_landing(dtype, shape) for dtype, shape in manifest[gid].values()]
+            for gid in blocks.local}
+    largest = 0 if whole is None else max(
+        (_nbytes(dtype, shape) for gid, named in whole.items()
+         if gid not in blocks.local for dtype, shape in named.values()), default=0)
+    return host, np.empty(largest, np.uint8)
+
+
+def _receive_blocks(world, blocks, manifest, host) -> None:
+    """A rank's blocks' arrays from rank 0 into their landings, in manifest order."""
     for gid in blocks.local:
-        host[gid] = []
-        for dtype, shape in manifest[gid].values():
-            landing = _landing(dtype, shape)
+        for landing in host[gid]:
             _receive(world, landing[2], 0)
-            host[gid].append(landing)
-    return host
