@@ -51,7 +51,7 @@ REQUIRED = ("Dup", "Get_rank", "Get_size", "allgather", "alltoall", "Isend", "Ir
 MAX_FIELDS = 4
 _FIELD = 1 << 20           # field values are reduced modulo this before squaring
 # Tags: agreement messages, then one band per kind of data message.
-TAG_AGREE, TAG_DATA, TAG_TREE, TAG_PLAN = 11, 12, 64, 13
+TAG_AGREE, TAG_DATA, TAG_TREE, TAG_PLAN, TAG_IO = 11, 12, 64, 13, 14   # TAG_IO: tack.io
 # Channels: each exchange call and each Plan has a tag of its own (MPI allows
 # tags up to at least 32767).
 TAG_CHANNELS, CHANNELS = 1024, 1024
