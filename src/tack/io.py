@@ -35,10 +35,10 @@ from . import types as T
 from .communication import transport
 from .communication.errors import (fault, require_dict, require_every_local,
                                    require_named_arrays, the_blocks)
+from .communication.world import TAG_IO
 
 SAVE, LOAD = "tack.io.save()", "tack.io.load()"
 FORMAT = 1
-TAG_IO = 14            # beside the world's other tags (communication/world.py)
 _ATTR_TYPES = (bool, int, float, str, np.generic, np.ndarray)
 _NOTHING = np.empty(0, np.uint8)   # what a rank sends in place of an array after an error
 

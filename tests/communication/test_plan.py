@@ -260,3 +260,24 @@ def test_rows_columns_and_other_index_runs(rng, ranks, op):
         world.free()
         return True
     assert (run_ranks(ranks, on_rank) if ranks > 1 else [on_rank(None)]) == [True] * ranks
+
+
+@pytest.mark.parametrize("runs, length", [(64, 64), (8, 512), (20, 200), (3, 1000),
+                                          (300, -1)])
+def test_many_runs_of_a_face_reach_every_element(rng, runs, length):
+    """A 3-D block's face: ``runs`` runs of ``length`` elements, or (length -1) a
+    reversed index, each element a run of its own. Whether copied as slices or
+    gathered, every element arrives (a cut-off run list once dropped the runs
+    past its bound)."""
+    gap = length + 37
+    index = np.arange(runs - 1, -1, -1) if length < 0 else np.concatenate(
+        [np.arange(k * gap, k * gap + length) for k in range(runs)])
+    m = int(index.max()) + 1
+    blocks = tack.Blocks(["cpu"] * 2)
+    plan = tack.Plan(blocks, {0: {1: index}, 1: {}}, {0: {}, 1: {0: index}})
+    host = rng.standard_normal(m)
+    values = {0: tack.array(host), 1: tack.zeros(m, tack.f64)}
+    plan.run(values)
+    want = np.zeros(m)
+    want[index] = host[index]
+    np.testing.assert_array_equal(values[1].numpy(), want)

@@ -578,7 +578,7 @@ def _indexer(index: np.ndarray):
         first = int(index[k])
         runs.append((slice(first, first + step * (stop - 1 - k) + 1, step), k, stop))
         k = stop
-    return tuple(runs) if len(runs) <= 1 + n // 64 else index
+    return tuple(runs) if k == n and len(runs) <= most else index
 
 
 def _take(view: np.ndarray, index, out: np.ndarray) -> None:
