@@ -11,10 +11,11 @@ block's edge cells go to its neighbours' ghost cells) and then a Tack kernel
 for the 5-point stencil. The checksum is an all_reduce over blocks, which
 combines in order of block id, so both launches print the same bits.
 
-With ``--save-at STEP --checkpoint FILE`` the run writes its blocks and step
-number to FILE (``tack.io``, needs h5py) at that step and stops; with
-``--checkpoint FILE`` alone it restarts from FILE, on any number of ranks,
-and finishes the run with the same checksum bits as a run without a stop.
+With ``--checkpoint FILE`` the run starts from FILE where it exists (``tack.io``,
+needs h5py), on any number of ranks; with ``--save-at STEP`` too, it writes its
+blocks and step number to FILE at that step and stops. A chain of jobs, each
+starting where the last stopped, ends with the same checksum bits as a run
+without a stop.
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def check_against_numpy(u):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--checkpoint", help="restart from this file (or save to it)")
+    parser.add_argument("--checkpoint", help="start from this file where it exists; "
+                        "with --save-at, save to it")
     parser.add_argument("--save-at", type=int, help="save the checkpoint at this step "
                         "and stop")
     options = parser.parse_args()
@@ -129,7 +131,8 @@ def main():
     blocks = my_blocks(world)
     plan = halo_plan(blocks)
     step = 0
-    if options.checkpoint and options.save_at is None:
+    # rank 0's file system decides (the ranks of a job share one)
+    if options.checkpoint and world.allgather(os.path.exists(options.checkpoint))[0]:
         fields, attrs = tack.io.load(options.checkpoint, blocks)
         u, step = {g: fields[g]["u"] for g in blocks.local}, attrs["step"]
     else:

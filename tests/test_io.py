@@ -59,7 +59,7 @@ def test_round_trip_in_one_process(tmp_path):
     got, attrs = tack.io.load(str(path), blocks)
     check(blocks, host, got)
     assert attrs == {}
-    assert not os.path.exists(str(path) + ".partial")
+    assert os.listdir(tmp_path) == ["step.h5"]     # no partial file left
 
 
 def test_vector_and_matrix_arrays_keep_their_element_types(tmp_path):
@@ -369,3 +369,177 @@ def test_ranks_naming_different_files(tmp_path):
     raises_everywhere(2, save, ValueError, r"tack.io.save\(\): the path differs between "
                                            "ranks")
     assert not os.listdir(tmp_path)
+
+
+# -- hardening (ioaudit): races, links, values HDF5 would not give back, damage --------
+
+def test_load_reads_one_file_while_a_save_replaces_it(tmp_path, monkeypatch):
+    """A load opened the file twice: a save replacing it in between gave the
+    attrs of one checkpoint and the arrays of the other (ioaudit)."""
+    path, newer = str(tmp_path / "c.h5"), str(tmp_path / "newer.h5")
+    blocks = tack.Blocks(["cpu"])
+    tack.io.save(path, blocks, {0: {"u": tack.full(3, 1.0)}}, {"step": 1})
+    tack.io.save(newer, blocks, {0: {"u": tack.full(3, 2.0)}}, {"step": 2})
+    File = h5py.File
+
+    def opened_then_replaced(name, *args, **kwargs):
+        f = File(name, *args, **kwargs)
+        if os.path.exists(newer):
+            os.replace(newer, path)     # another job's save lands now
+        return f
+    monkeypatch.setattr(h5py, "File", opened_then_replaced)
+    got, attrs = tack.io.load(path, blocks)
+    assert attrs["step"] == 1 and got[0]["u"].numpy().tolist() == [1.0] * 3
+
+
+def test_each_save_writes_a_partial_file_of_its_own(tmp_path, monkeypatch):
+    """Two jobs saving one path shared <path>.partial and removed each other's
+    (ioaudit); a failed save removes only its own."""
+    path = tmp_path / "c.h5"
+    (tmp_path / "c.h5.partial").write_text("another job's")
+    names, File = [], h5py.File
+
+    def recorded(name, *args, **kwargs):
+        names.append(os.fspath(name))
+        return File(name, *args, **kwargs)
+    monkeypatch.setattr(h5py, "File", recorded)
+    blocks = tack.Blocks(["cpu"])
+    for _ in range(2):
+        tack.io.save(path, blocks, {0: {"u": tack.zeros(2)}})
+    assert len(set(names)) == 2 and all(n.endswith(".partial") for n in names)
+    monkeypatch.setattr(tack.Array, "numpy", lambda self: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        tack.io.save(path, blocks, {0: {"u": tack.zeros(2)}})
+    assert sorted(os.listdir(tmp_path)) == ["c.h5", "c.h5.partial"]
+
+
+def test_a_symbolic_link_stays_a_link(tmp_path):
+    (tmp_path / "scratch").mkdir()
+    target, link = tmp_path / "scratch" / "c.h5", tmp_path / "c.h5"
+    blocks = tack.Blocks(["cpu"])
+    tack.io.save(target, blocks, {0: {}}, {"step": 1})
+    os.symlink(target, link)
+    tack.io.save(link, blocks, {0: {}}, {"step": 2})
+    assert os.path.islink(link)
+    assert tack.io.load(target, blocks)[1]["step"] == 2
+
+
+def test_a_path_like_of_bytes(tmp_path):
+    class BytesPath:
+        def __fspath__(self):
+            return os.fsencode(str(tmp_path / "b.h5"))
+    blocks = tack.Blocks(["cpu"])
+    tack.io.save(BytesPath(), blocks, {0: {"u": tack.ones(2)}})
+    assert tack.io.load(BytesPath(), blocks)[0][0]["u"].numpy().tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\ud800"])
+def test_names_hdf5_cannot_store(tmp_path, name):
+    """'a\\0b' came back as 'a' (ioaudit)."""
+    with pytest.raises(ValueError, match="without '/' or NUL"):
+        tack.io.save(tmp_path / "x.h5", tack.Blocks(["cpu"]), {0: {name: tack.zeros(1)}})
+    with pytest.raises(ValueError, match="cannot name an HDF5 object"):
+        tack.io.save(tmp_path / "x.h5", tack.Blocks([]), {}, {name: 1})
+    assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("value, exc_type, pattern", [
+    ("a\x00b", ValueError, r"attrs\['x'\] holds a NUL character or one UTF-8 cannot"),
+    ("\udc80", ValueError, "UTF-8 cannot encode"),
+    (2**64, ValueError, r"attrs\['x'\] = 18446744073709551616 does not fit in 64 bits"),
+    (-2**63 - 1, ValueError, "does not fit in 64 bits"),
+    (np.longdouble(1), TypeError, r"attrs\['x'\] is a longdouble; attrs hold bools"),
+    (np.complex128(1j), TypeError, "is a complex128"),
+    (1j, TypeError, "is a complex"),
+    (np.bytes_(b"x"), TypeError, "is a bytes_"),
+    (b"x", TypeError, "is a bytes"),
+    (np.datetime64("2026-01-01"), TypeError, "is a datetime64"),
+    (np.array([1j]), TypeError, "is a ndarray"),
+])
+def test_attrs_hdf5_would_not_give_back(tmp_path, value, exc_type, pattern):
+    """They passed the check and failed in h5py after every array moved, with
+    h5py's message (ioaudit)."""
+    with pytest.raises(exc_type, match=pattern):
+        tack.io.save(tmp_path / "x.h5", tack.Blocks([]), {}, {"x": value})
+    assert not os.listdir(tmp_path)
+
+
+def test_numpy_strings_and_zero_dimensional_arrays_in_attrs(tmp_path):
+    blocks = tack.Blocks([])
+    tack.io.save(tmp_path / "a.h5", blocks, {},
+                 {"s": np.str_("abc"), "z": np.array(3.5), "top": 2**64 - 1})
+    _, back = tack.io.load(tmp_path / "a.h5", blocks)
+    assert back == {"s": "abc", "z": 3.5, "top": 2**64 - 1}
+    assert type(back["s"]) is str and type(back["z"]) is float
+
+
+def test_attrs_arrays_differing_between_ranks_are_named_briefly(tmp_path):
+    """Arrays were compared without their dtype, and spelled in full in the
+    message (2 MB for 200,000 elements; ioaudit)."""
+    def by_dtype(world, rank):
+        tack.io.save(str(tmp_path / "d.h5"), tack.Blocks([], world), {},
+                     {"w": np.array([1, 2], np.int32 if rank else np.int64)})
+    raises_everywhere(2, by_dtype, ValueError, r"attrs differs between ranks: "
+                                               r"\{'w': int32\[2\] array, sha256 ")
+
+    def by_one_element(world, rank):
+        w = np.zeros(200_000)
+        w[7] = rank
+        try:
+            tack.io.save(str(tmp_path / "d.h5"), tack.Blocks([], world), {}, {"w": w})
+        except ValueError as e:
+            assert len(str(e)) < 300
+            raise
+    raises_everywhere(2, by_one_element, ValueError, "float64\\[200000\\] array")
+    assert not os.listdir(tmp_path)
+
+
+def damaged(tmp_path, change):
+    """A checkpoint of two blocks changed by ``change(f)`` in h5py."""
+    path = tmp_path / "d.h5"
+    tack.io.save(path, tack.Blocks(["cpu"] * 2), {0: {"u": tack.zeros(3)}, 1: {}},
+                 {"step": 1})
+    with h5py.File(path, "a") as f:
+        change(f)
+    return path
+
+
+def chunked_but_unwritten(f):
+    del f["blocks/0/u"]
+    f.create_dataset("blocks/0/u", shape=(2**42,), dtype="f4", chunks=(1024,))
+    f["blocks/0/u"].attrs["tack_dtype"] = "f32"
+
+
+@pytest.mark.parametrize("change, pattern", [
+    (lambda f: f.attrs.__delitem__("block_count"), "has no block_count attribute"),
+    (lambda f: f.attrs.__setitem__("block_count", "two"), "has no block_count attribute"),
+    (lambda f: f.attrs.__setitem__("tack_checkpoint", [1, 1]), "is not a Tack checkpoint"),
+    (lambda f: f.__delitem__("blocks"), "lacks the groups /blocks and /attrs"),
+    (lambda f: f.__delitem__("attrs"), "lacks the groups /blocks and /attrs"),
+    (lambda f: f.move("blocks/0", "blocks/00"), "has a group blocks/00, not a block id"),
+    (lambda f: f.move("blocks/0", "blocks/\u0661"), "not a block id"),
+    (lambda f: f.create_dataset("blocks/1", data=[1]), "has a group blocks/1, not a"),
+    (lambda f: f["blocks/0"].create_group("g"), "/blocks/0/g is not a dataset"),
+    (lambda f: f["blocks/0"].__setitem__("s", h5py.SoftLink("/nowhere")),
+     "/blocks/0/s is not a dataset"),
+    (lambda f: f["blocks/0/u"].attrs.__setitem__("tack_dtype", "vec5(f32)"),
+     "has no tack_dtype attribute naming a Tack element type"),
+    (lambda f: f["attrs"].attrs.__setitem__("r", f.ref),
+     "the attribute 'r' of /attrs holds a Reference"),
+    (chunked_but_unwritten, r"has 0 of its 4294967296 chunks written"),
+])
+def test_more_damaged_checkpoints(tmp_path, change, pattern):
+    """KeyError, AttributeError, MemoryError or bogus element types before (ioaudit)."""
+    path = damaged(tmp_path, change)
+    with pytest.raises(ValueError, match=pattern):
+        tack.io.load(path, tack.Blocks(["cpu"] * 2))
+
+
+def test_a_damaged_attribute_fails_the_load_on_every_rank(tmp_path):
+    """An object reference in /attrs could not be sent: rank 0 raised alone and
+    the others waited forever (ioaudit)."""
+    path = damaged(tmp_path, lambda f: f["attrs"].attrs.__setitem__("r", f.ref))
+
+    def load(world, rank):
+        tack.io.load(str(path), tack.Blocks(["cpu"], world))
+    raises_everywhere(2, load, ValueError, "holds a Reference")

@@ -12,8 +12,10 @@ Rank 0 does all the file's I/O, since the h5py wheels on PyPI are built
 without MPI: the other ranks send it their arrays (one message per array,
 received and written one at a time, so rank 0 holds one other block's array
 at once), and ``load`` sends each rank its blocks' arrays the same way. A
-checkpoint is written to ``<path>.partial`` and renamed to ``path`` only when
-complete, so a job killed while writing keeps its previous checkpoint.
+checkpoint is written to a partial file of its own beside ``path`` and renamed
+to ``path`` only when complete, so a job killed while writing keeps its
+previous checkpoint, and a load (which opens the file once) reads one
+checkpoint whole even while another job's save replaces it.
 
 The layout, readable by any HDF5 tool::
 
@@ -26,8 +28,10 @@ The layout, readable by any HDF5 tool::
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import secrets
 
 import numpy as np
 
@@ -39,7 +43,8 @@ from .communication.world import TAG_IO
 
 SAVE, LOAD = "tack.io.save()", "tack.io.load()"
 FORMAT = 1
-_ATTR_TYPES = (bool, int, float, str, np.generic, np.ndarray)
+_ATTRS_HOLD = ("attrs hold bools, ints, floats, strings, NumPy scalars and NumPy arrays "
+               "of numbers")
 _NOTHING = np.empty(0, np.uint8)   # what a rank sends in place of an array after an error
 
 
@@ -61,9 +66,9 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
     manifest, attrs = found if error is None else (None, None)
     world.agree(SAVE, error, [the_blocks(blocks, SAVE), _the_path(path, SAVE),
                               (None if error else _spelling(attrs), ValueError,
-                               f"{SAVE}: attrs")])
+                               f"{SAVE}: attrs", _show)])
     manifests = world.alltoall([manifest if r == 0 else None for r in range(world.size)])
-    partial = os.fspath(path) + ".partial"
+    target, partial = _partial(path) if world.rank == 0 else (None, None)
     out = scratch = None
     if world.rank == 0:     # the file, and room for the largest message
         started, error = fault(_start_file, partial, blocks.count, attrs, manifests)
@@ -78,12 +83,12 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
             error = _send_arrays(world, manifest, values)
         world.agree(SAVE, error)    # every rank's arrays reached the file: replace
         if world.rank == 0:
-            _, error = fault(os.replace, partial, path)
+            _, error = fault(os.replace, partial, target)
         world.agree(SAVE, error)
     finally:
         if out:
             out.close()
-        if world.rank == 0 and os.path.exists(partial):
+        if out is not None and os.path.exists(partial):   # this save's own, if made
             os.remove(partial)
 
 
@@ -102,25 +107,30 @@ def load(path, blocks) -> tuple:
         numbers).
     """
     world = blocks.world
-    found, error = (fault(_read_manifest, path) if world.rank == 0
-                    else fault(_check_path, path, LOAD))
-    world.agree(LOAD, error, [the_blocks(blocks, LOAD), _the_path(path, LOAD)])
-    count, manifest, attrs = world.alltoall(_shares(blocks, found))[0]
-    if count != blocks.count:
-        raise ValueError(f"{LOAD}: the checkpoint holds {count} blocks and the Blocks "
-                         f"{blocks.count}; restart with as many blocks as were saved "
-                         f"(they may sit on any number of ranks)")
-    # every rank's buffers first (rank 0's scratch holds any other rank's array):
-    # a rank that cannot allocate them fails the call before a message moves
-    landings, error = fault(_landings, blocks, manifest,
-                            found[1] if world.rank == 0 else None)
-    world.agree(LOAD, error)
-    host, scratch = landings
-    if world.rank == 0:   # the whole manifest, every rank's share
-        error = _read_and_send(os.fspath(path), blocks, found[1], host, scratch)
-    else:
-        _receive_blocks(world, blocks, manifest, host)
-    world.agree(LOAD, error)
+    opened, error = fault(_open_checkpoint if world.rank == 0 else _check_path, path, LOAD)
+    f, found = opened or (None, None)
+    try:    # rank 0 reads the file it opened (a save replacing it cannot mix two)
+        world.agree(LOAD, error, [the_blocks(blocks, LOAD), _the_path(path, LOAD)])
+        count, manifest, attrs = world.alltoall(_shares(blocks, found))[0]
+        if count != blocks.count:
+            raise ValueError(f"{LOAD}: the checkpoint holds {count} blocks and the "
+                             f"Blocks {blocks.count}; restart with as many blocks as were "
+                             f"saved (they may sit on any number of ranks)")
+        # every rank's buffers first (rank 0's scratch holds any other rank's
+        # array): a rank that cannot allocate them fails the call before a
+        # message moves
+        landings, error = fault(_landings, blocks, manifest,
+                                found[1] if world.rank == 0 else None)
+        world.agree(LOAD, error)
+        host, scratch = landings
+        if world.rank == 0:   # the whole manifest, every rank's share
+            error = _read_and_send(f, blocks, found[1], host, scratch)
+        else:
+            _receive_blocks(world, blocks, manifest, host)
+        world.agree(LOAD, error)
+    finally:
+        if f is not None:
+            f.close()
     values = {}
     for gid in blocks.local:
         device = blocks.device(gid)
@@ -156,8 +166,13 @@ def _h5py():
 
 def _the_path(path, call: str) -> tuple:
     """The agreement field of the path: every rank names the same file."""
-    value = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    value = _name(path) if isinstance(path, (str, os.PathLike)) else None
     return (value, ValueError, f"{call}: the path")
+
+
+def _name(path) -> str:
+    """The file name a ``str`` or ``os.PathLike`` (of ``str`` or ``bytes``) gives."""
+    return os.fsdecode(os.fspath(path))
 
 
 def _check_path(path, call: str) -> None:
@@ -165,6 +180,13 @@ def _check_path(path, call: str) -> None:
         raise TypeError(f"{call} takes a file path (str or os.PathLike), not "
                         f"{type(path).__name__}")
     _h5py()
+
+
+def _partial(path) -> tuple:
+    """Rank 0: ``(target, partial)``: the file a save replaces (a symbolic link's
+    target, so the link stays) and a name of its own to write first, beside it."""
+    target = os.path.realpath(_name(path))
+    return target, f"{target}.{os.getpid()}-{secrets.token_hex(4)}.partial"
 
 
 def _check_save(path, blocks, values, attrs) -> tuple:
@@ -180,29 +202,71 @@ def _check_save(path, blocks, values, attrs) -> tuple:
         for name in named:
             _check_name(name, f"array name {name!r} of block {gid}")
         manifest[gid] = {name: (T.type_name(a.dtype), a.shape) for name, a in named.items()}
-    attrs = {} if attrs is None else require_dict(SAVE, "attrs", attrs)
-    for name, value in attrs.items():
+    given = {} if attrs is None else require_dict(SAVE, "attrs", attrs)
+    attrs = {}
+    for name, value in given.items():
         if not isinstance(name, str):
             raise TypeError(f"{SAVE}: attrs names are strings, not {type(name).__name__}")
         _check_name(name, f"attrs name {name!r}")
-        if not isinstance(value, _ATTR_TYPES) or \
-                (isinstance(value, np.ndarray) and value.dtype.kind not in "biuf"):
-            raise TypeError(f"{SAVE}: attrs[{name!r}] is a {type(value).__name__}; "
-                            f"attrs hold bools, ints, floats, strings, NumPy scalars and "
-                            f"NumPy arrays of numbers")
+        attrs[name] = _attr(name, value)
     return manifest, attrs
 
 
 def _check_name(name: str, what: str) -> None:
-    if not name or "/" in name or name in (".", ".."):
+    if not name or "/" in name or name in (".", "..") or not _plain(name):
         raise ValueError(f"{SAVE}: {what} cannot name an HDF5 object: names are "
-                         f"non-empty strings without '/', other than '.' and '..'")
+                         f"non-empty strings without '/' or NUL, other than '.' and "
+                         f"'..', that UTF-8 can encode")
 
 
-def _spelling(attrs: dict) -> str:
-    """The attrs as one string, equal on ranks that give equal attrs."""
-    return repr(sorted((k, type(v).__name__, v.tolist() if isinstance(v, np.ndarray) else v)
-                       for k, v in attrs.items()))
+def _plain(text: str) -> bool:
+    """Whether HDF5 stores ``text`` as it is: no NUL, and UTF-8 encodes it."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return "\0" not in text
+
+
+def _attr(name: str, value):
+    """The value save stores for ``attrs[name]`` (a NumPy string as ``str``),
+    refused where HDF5 would not give it back."""
+    if isinstance(value, str):
+        if not _plain(value):
+            raise ValueError(f"{SAVE}: attrs[{name!r}] holds a NUL character or one "
+                             f"UTF-8 cannot encode, which HDF5 does not store")
+        return str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and \
+            not -2**63 <= value < 2**64:
+        raise ValueError(f"{SAVE}: attrs[{name!r}] = {value} does not fit in 64 bits")
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf" and \
+            value.dtype.itemsize <= 8:      # not long double
+        return value
+    raise TypeError(f"{SAVE}: attrs[{name!r}] is a {type(value).__name__}; {_ATTRS_HOLD}")
+
+
+def _spelling(attrs: dict) -> tuple:
+    """The attrs spelled, equal on ranks that give equal attrs (an array by its
+    type, shape and a digest of its bytes)."""
+    return tuple(sorted((k, _spell(v)) for k, v in attrs.items()))
+
+
+def _spell(value) -> str:
+    if isinstance(value, np.ndarray):
+        digest = hashlib.sha256(np.ascontiguousarray(value).data).hexdigest()[:16]
+        return f"{value.dtype}{list(value.shape)} array, sha256 {digest}"
+    text = f"{type(value).__name__} {value!r}"
+    if len(text) > 80:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        text = f"{text[:40]}... ({len(text)} characters, sha256 {digest})"
+    return text
+
+
+def _show(spelling: tuple) -> str:
+    """An attrs spelling in the message of attrs that differ between ranks."""
+    return "{" + ", ".join(f"{k!r}: {v}" for k, v in spelling) + "}"
 
 
 # -- save -----------------------------------------------------------------------------
@@ -295,71 +359,117 @@ def _dataset(out, gid: int, name: str, dtype: str, data) -> None:
 
 # -- load -----------------------------------------------------------------------------
 
-def _read_manifest(path) -> tuple:
-    """Rank 0: ``(block count, {gid: {name: (dtype name, shape)}}, attrs)``."""
-    _check_path(path, LOAD)
-    with _h5py().File(os.fspath(path), "r") as f:
-        if f.attrs.get("tack_checkpoint") != FORMAT:
-            raise ValueError(f"{LOAD}: {os.fspath(path)!r} is not a Tack checkpoint "
-                             f"(format {FORMAT}): its root has no tack_checkpoint "
-                             f"attribute of that value")
-        count = int(f.attrs["block_count"])
-        manifest = {gid: {} for gid in range(count)}
-        for key, group in f["blocks"].items():
-            if not (key.isdigit() and int(key) < count):
-                raise ValueError(f"{LOAD}: {os.fspath(path)!r} has a group blocks/{key}, "
-                                 f"not a block id below its block_count {count}")
-            manifest[int(key)] = {name: _entry(d) for name, d in group.items()}
-        attrs = {k: _python(v) for k, v in f["attrs"].attrs.items()}
-    return count, manifest, attrs
+def _open_checkpoint(path, call: str) -> tuple:
+    """Rank 0: ``(file, (block count, {gid: {name: (dtype name, shape)}}, attrs))``:
+    the checkpoint opened for reading, and what it holds."""
+    _check_path(path, call)
+    f = _h5py().File(_name(path), "r")
+    try:
+        return f, _read_manifest(f, _name(path))
+    except BaseException:
+        f.close()
+        raise
 
 
-def _entry(dataset) -> tuple:
+def _read_manifest(f, name: str) -> tuple:
+    """What the checkpoint ``f`` (the file ``name``) holds: its block count, the
+    element type and shape of every block's arrays (blocks without any left
+    out), and the attrs."""
+    h5py = _h5py()
+    if not _whole(f.attrs.get("tack_checkpoint"), FORMAT):
+        raise ValueError(f"{LOAD}: {name!r} is not a Tack checkpoint (format {FORMAT}): "
+                         f"its root has no tack_checkpoint attribute of that value")
+    count = f.attrs.get("block_count")
+    if not _whole(count):
+        raise ValueError(f"{LOAD}: {name!r} has no block_count attribute of a block "
+                         f"count: {count!r}")
+    count = int(count)
+    manifest, groups, attrs = {}, f.get("blocks"), f.get("attrs")
+    if not isinstance(groups, h5py.Group) or not isinstance(attrs, h5py.Group):
+        raise ValueError(f"{LOAD}: {name!r} lacks the groups /blocks and /attrs of a "
+                         f"Tack checkpoint")
+    # h5py's iterators hold its lock until they finish: raise only after one has
+    # (an iterator left behind is finished in another thread, which fails)
+    for key, group in list(groups.items()):
+        if not (key.isascii() and key.isdigit() and key == str(int(key)) and
+                int(key) < count and isinstance(group, h5py.Group)):
+            raise ValueError(f"{LOAD}: {name!r} has a group blocks/{key}, not a block "
+                             f"id below its block_count {count}")
+        manifest[int(key)] = {n: _entry(d, f"/blocks/{key}/{n}")
+                              for n, d in list(group.items())}
+    return count, manifest, {k: _python(k, v) for k, v in list(attrs.attrs.items())}
+
+
+def _whole(value, equal=None) -> bool:
+    """Whether an attribute is an integer (0 or more, or ``equal``)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) \
+        and (value >= 0 if equal is None else value == equal)
+
+
+def _entry(dataset, where: str) -> tuple:
     """``(dtype name, shape)`` of the array a dataset holds."""
+    if not isinstance(dataset, _h5py().Dataset):
+        raise ValueError(f"{LOAD}: {where} is not a dataset")
     try:
         dtype = dataset.attrs["tack_dtype"]
         dtype = dtype.decode() if isinstance(dtype, bytes) else str(dtype)
         element = T.from_type_name(dtype)
     except (KeyError, ValueError, TypeError):
-        raise ValueError(f"{LOAD}: the dataset {dataset.name} has no tack_dtype "
+        raise ValueError(f"{LOAD}: the dataset {where} has no tack_dtype "
                          f"attribute naming a Tack element type") from None
     components = T.element_shape(element)
     if dataset.dtype != T.scalar_of(element).numpy or \
             dataset.shape[dataset.ndim - len(components):] != components:
-        raise ValueError(f"{LOAD}: the dataset {dataset.name} holds {dataset.dtype} of "
+        raise ValueError(f"{LOAD}: the dataset {where} holds {dataset.dtype} of "
                          f"the shape {dataset.shape}, which is no array of {dtype}")
-    nbytes, stored = dataset.size * dataset.dtype.itemsize, dataset.id.get_storage_size()
-    if dataset.chunks is None and stored != nbytes:   # save writes whole datasets
-        raise ValueError(f"{LOAD}: the dataset {dataset.name} of the shape "
-                         f"{dataset.shape} stores {stored} bytes, not its {nbytes}")
+    _check_written(dataset, where)
     return dtype, dataset.shape[:dataset.ndim - len(components)]
 
 
-def _python(value):
-    """An attribute as save was given it: NumPy scalars as Python numbers."""
+def _check_written(dataset, where: str) -> None:
+    """Refuse a dataset whose data was never (wholly) written: a damaged file
+    may claim terabytes in a few bytes, which load would allocate."""
+    if dataset.chunks is None:    # save writes contiguous datasets, whole
+        nbytes, stored = dataset.size * dataset.dtype.itemsize, dataset.id.get_storage_size()
+        if stored != nbytes:
+            raise ValueError(f"{LOAD}: the dataset {where} of the shape "
+                             f"{dataset.shape} stores {stored} bytes, not its {nbytes}")
+        return
+    chunks = math.prod(-(-n // c) for n, c in zip(dataset.shape, dataset.chunks))
+    written = dataset.id.get_num_chunks()
+    if written != chunks:
+        raise ValueError(f"{LOAD}: the dataset {where} of the shape {dataset.shape} "
+                         f"has {written} of its {chunks} chunks written")
+
+
+def _python(name: str, value):
+    """An attribute as save was given it: NumPy scalars as Python numbers;
+    refused if it is none of the values save stores."""
     if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+        value = value.decode(errors="replace")
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf" and \
+            value.dtype.itemsize <= 8:
+        value = value.item()
+    if isinstance(value, (bool, int, float, str)) or (
+            isinstance(value, np.ndarray) and value.dtype.kind in "biuf"):
+        return value
+    raise ValueError(f"{LOAD}: the attribute {name!r} of /attrs holds a "
+                     f"{type(value).__name__}, which is none of the values save stores")
 
 
-def _read_and_send(path: str, blocks, manifest, mine, scratch):
-    """Rank 0: its blocks' arrays read into their landings ``mine``, every other
-    rank's read into ``scratch`` and sent, in manifest order (empty messages
-    after an error); returns the error, or None."""
+def _read_and_send(f, blocks, manifest, mine, scratch):
+    """Rank 0: its blocks' arrays read from the file ``f`` into their landings
+    ``mine``, every other rank's read into ``scratch`` and sent, in manifest
+    order (empty messages after an error); returns the error, or None."""
     world, error = blocks.world, None
-    f, error = fault(_h5py().File, path, "r")
     for gid in range(blocks.count):
         rank = blocks.rank_of(gid)
-        for k, (name, (dtype, shape)) in enumerate(manifest[gid].items()):
+        for k, (name, (dtype, shape)) in enumerate(manifest.get(gid, {}).items()):
             data = mine[gid][k][2] if rank == 0 else _view(scratch, dtype, shape)
             if error is None:
                 _, error = fault(_read, f, gid, name, data)
             if rank:
                 world.isend(_NOTHING if error else data, rank, TAG_IO).Wait()
-    if f is not None:
-        f.close()
     return error
 
 

@@ -48,8 +48,9 @@ def test_same_bits_with_and_without_mpi(name):
 
 
 def test_heat2d_restarts_from_a_checkpoint_on_other_rank_counts(tmp_path):
-    """Saved at step 120 by 3 ranks, finished by one process and by 2 ranks:
-    the checksum bits of a run without a stop."""
+    """Saved at step 120 by 3 ranks, finished by one process and by 2 ranks,
+    or taken to step 160 by 2 ranks and finished by one: the checksum bits of
+    a run without a stop."""
     pytest.importorskip("h5py")
     path = os.path.join(ROOT, "examples", "heat2d.py")
     checkpoint = str(tmp_path / "heat.h5")
@@ -64,3 +65,8 @@ def test_heat2d_restarts_from_a_checkpoint_on_other_rank_counts(tmp_path):
     assert _checksum([sys.executable, path, "--checkpoint", checkpoint]) == alone
     assert _checksum(runner.launcher() + ["-n", "2", sys.executable, path, "--checkpoint",
                                           checkpoint]) == alone
+    # a chain's middle job starts from the file and saves a later step to it
+    middle = _run(runner.launcher() + ["-n", "2", sys.executable, path, "--save-at", "160",
+                                       "--checkpoint", checkpoint])
+    assert "saved step 160" in middle.stdout, middle.stdout
+    assert _checksum([sys.executable, path, "--checkpoint", checkpoint]) == alone
