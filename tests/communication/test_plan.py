@@ -210,7 +210,9 @@ def test_an_unknown_op_is_a_value_error_before_anything_moves():
 
 
 PROGRESSIONS = [np.arange(3, 9), np.arange(2, 40, 7), np.array([5]), np.arange(0),
-                np.arange(30, 10, -4), np.array([4, 4, 4]), np.array([1, 2, 4])]
+                np.arange(30, 10, -4), np.array([4, 4, 4]), np.array([1, 2, 4]),
+                np.array([0, 1, 2, 10, 11, 12, 20, 21, 22]),       # grids
+                np.array([1, 3, 17, 19, 33, 35]), np.array([0, 1, 2, 3, 5, 6, 7, 8])]
 
 
 @pytest.mark.parametrize("ranks", [1, 2])
@@ -281,3 +283,45 @@ def test_many_runs_of_a_face_reach_every_element(rng, runs, length):
     want = np.zeros(m)
     want[index] = host[index]
     np.testing.assert_array_equal(values[1].numpy(), want)
+
+
+def faces(shape: tuple, inside: bool) -> list:
+    """The flat indices of the six faces of a C-ordered 3-D array of ``shape``
+    without its edges: the outermost layer, or (``inside``) the one within it."""
+    nz, ny, nx = shape
+    z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    flat = np.arange(nz * ny * nx).reshape(shape)
+    at = 1 if inside else 0
+    out = []
+    for axis, n in enumerate(shape):
+        for layer in (at, n - 1 - at):
+            where = [z, y, x][axis] == layer
+            for other, m in enumerate(shape):
+                if other != axis:
+                    where &= ([z, y, x][other] > 0) & ([z, y, x][other] < m - 1)
+            out.append(flat[where])
+    return out
+
+
+@pytest.mark.parametrize("op", ["copy", "sum"])
+@pytest.mark.parametrize("dtype", [tack.f64, tack.vec3()])
+def test_the_faces_of_3d_blocks(rng, op, dtype):
+    """Each face of a 3-D block is one strided copy (a grid of rows): block 0's
+    six inner faces go to the outer faces of blocks 1-6, the same as NumPy, on
+    a second run and with new arrays too."""
+    shape = (5, 6, 7)
+    sends, receives = faces(shape, inside=True), faces(shape, inside=False)
+    blocks = tack.Blocks(["cpu"] * 7)
+    plan = tack.Plan(blocks, {0: {k + 1: i for k, i in enumerate(sends)}},
+                     {k + 1: {0: j} for k, j in enumerate(receives)})
+    vector = dtype == tack.vec3()
+    for _ in range(3):
+        host = {g: rng.standard_normal((np.prod(shape),) + ((3,) if vector else ())).astype(
+            np.float32 if vector else np.float64) for g in range(7)}
+        values = {g: tack.array(host[g], dtype=dtype) for g in range(7)}
+        for _ in range(2):
+            plan.run(values, op=op)
+            for k, (i, j) in enumerate(zip(sends, receives)):
+                want = host[k + 1]
+                want[j] = want[j] + host[0][i] if op == "sum" else host[0][i]
+                np.testing.assert_allclose(values[k + 1].numpy(), want, rtol=1e-6)

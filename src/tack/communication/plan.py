@@ -556,12 +556,16 @@ def _same_arrays(views: dict, values) -> bool:
 
 
 def _indexer(index: np.ndarray):
-    """``index`` as runs ``((slice of the array, start, stop in the message), ...)``
-    where it is a few arithmetic progressions with positive steps (a grid's rows:
-    step 1; its columns: the row length), copied as strided slices instead of
+    """``index`` as a :class:`_Grid` where it is one (a 3-D block's face), else
+    as runs ``((slice of the array, start, stop in the message), ...)`` where it
+    is a few arithmetic progressions with positive steps (a grid's rows: step
+    1; its columns: the row length), copied as strided slices instead of
     gathered and scattered (a 1 MiB row took 0.8 ms a run by ``np.take`` and
-    ``np.put``; mpiport audit); else ``index`` itself. Runs of 64 (a 3-D
-    block's face) copied by a Python loop were 2x slower than ``np.take``."""
+    ``np.put``; mpiport audit); else ``index`` itself. Runs of 64 copied by a
+    Python loop were 2x slower than ``np.take``."""
+    grid = _Grid.of(index)
+    if grid is not None:
+        return grid
     n = index.size
     most = 1 + n // 256    # runs of 256 elements on average: shorter ones lose to np.take
     steps = np.diff(index)
@@ -581,9 +585,61 @@ def _indexer(index: np.ndarray):
     return tuple(runs) if k == n and len(runs) <= most else index
 
 
+class _Grid:
+    """An index array that is ``first + outer * i + inner * j`` for ``i <
+    rows`` and ``j < columns`` in C order, increasing (no element twice): one
+    strided 2-D view of the array, which copies a 64 x 64 face of a 3-D block
+    2.5x faster than ``np.take`` and 9x faster than ``np.put``."""
+
+    __slots__ = ("first", "shape", "steps", "_seen")
+
+    def __init__(self, first: int, shape: tuple, steps: tuple):
+        self.first, self.shape, self.steps = first, shape, steps
+        self._seen = ()     # ((view, its strided view), ...), the last four, replaced at once
+
+    @classmethod
+    def of(cls, index: np.ndarray):
+        """The grid ``index`` is, or None."""
+        steps = np.diff(index)
+        if steps.size < 2 or steps[0] <= 0:
+            return None
+        other = np.flatnonzero(steps != steps[0])
+        if other.size == 0:      # one progression: a run
+            return None
+        columns = int(other[0]) + 1
+        rows, inner = index.size // columns, int(steps[0])
+        outer = int(index[columns] - index[0])
+        if index.size % columns or outer <= inner * (columns - 1):
+            return None
+        made = index[0] + outer * np.arange(rows)[:, None] + inner * np.arange(columns)
+        if not np.array_equal(made.ravel(), index):
+            return None
+        return cls(int(index[0]), (rows, columns), (outer, inner))
+
+    def strided(self, view: np.ndarray) -> np.ndarray:
+        """The elements of ``view`` (rows of it) this grid picks, as a 2-D view
+        (kept for the views of the plan's last four sets of arrays, as the plan
+        keeps those: a time stepper's ``u, v = v, u``)."""
+        seen = self._seen
+        for known, strided in seen:
+            if known is view:
+                return strided
+        strided = np.lib.stride_tricks.as_strided(
+            view[self.first:], self.shape + view.shape[1:],
+            tuple(s * view.strides[0] for s in self.steps) + view.strides[1:])
+        self._seen = ((view, strided),) + seen[:3]
+        return strided
+
+    def part(self, message: np.ndarray) -> np.ndarray:
+        """A message's part in the grid's shape."""
+        return message.reshape(self.shape + message.shape[1:])
+
+
 def _take(view: np.ndarray, index, out: np.ndarray) -> None:
     """``out[:] = view[index]`` by rows (elements); indices were checked at run."""
-    if type(index) is tuple:
+    if type(index) is _Grid:
+        np.copyto(index.part(out), index.strided(view))
+    elif type(index) is tuple:
         for run, start, stop in index:
             out[start:stop] = view[run]
     else:
@@ -594,7 +650,9 @@ def _put(view: np.ndarray, index, data: np.ndarray) -> None:
     """``view[index] = data`` by rows (elements); indices were checked at run.
     Runs are written in order, so an element that comes twice ends with the
     later value, as with an index array."""
-    if type(index) is tuple:
+    if type(index) is _Grid:
+        np.copyto(index.strided(view), index.part(data))
+    elif type(index) is tuple:
         for run, start, stop in index:
             view[run] = data[start:stop]
     elif view.ndim != 1:
@@ -605,7 +663,10 @@ def _put(view: np.ndarray, index, data: np.ndarray) -> None:
 
 def _add(view: np.ndarray, index, data: np.ndarray) -> None:
     """``view[index] += data``, an element that comes twice adding twice, in order."""
-    if type(index) is tuple:
+    if type(index) is _Grid:
+        strided = index.strided(view)
+        np.add(strided, index.part(data), out=strided)
+    elif type(index) is tuple:
         for run, start, stop in index:
             view[run] += data[start:stop]
     else:
