@@ -543,3 +543,21 @@ def test_a_damaged_attribute_fails_the_load_on_every_rank(tmp_path):
     def load(world, rank):
         tack.io.load(str(path), tack.Blocks(["cpu"], world))
     raises_everywhere(2, load, ValueError, "holds a Reference")
+
+
+def test_a_save_failing_as_it_starts_the_file_leaves_nothing(tmp_path, monkeypatch):
+    """The file made and then an error (a full disk) before it was handed on:
+    the partial file stays removed."""
+    path = tmp_path / "c.h5"
+    tack.io.save(path, tack.Blocks([]), {}, {"step": 1})
+    File = h5py.File
+
+    def made_then_full(name, *args, **kwargs):
+        File(name, *args, **kwargs).close()
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(h5py, "File", made_then_full)
+    with pytest.raises(OSError, match="No space left"):
+        tack.io.save(path, tack.Blocks([]), {}, {"step": 2})
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["c.h5"]
+    assert tack.io.load(path, tack.Blocks([]))[1] == {"step": 1}

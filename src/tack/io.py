@@ -88,7 +88,7 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
     finally:
         if out:
             out.close()
-        if out is not None and os.path.exists(partial):   # this save's own, if made
+        if world.rank == 0 and os.path.exists(partial):   # this save's own name
             os.remove(partial)
 
 
