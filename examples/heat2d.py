@@ -135,6 +135,10 @@ def main():
     if options.checkpoint and world.allgather(os.path.exists(options.checkpoint))[0]:
         fields, attrs = tack.io.load(options.checkpoint, blocks)
         u, step = {g: fields[g]["u"] for g in blocks.local}, attrs["step"]
+        if options.save_at is not None and options.save_at < step:
+            parser.error(f"{options.checkpoint} holds step {step}, past --save-at "
+                         f"{options.save_at}: nothing to save (remove the file to start "
+                         f"again)")
     else:
         u = {g: tack.array(initial(g)) for g in blocks.local}
     v = {g: tack.zeros((NY + 2, NX + 2), tack.f64) for g in blocks.local}

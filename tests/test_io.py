@@ -518,7 +518,12 @@ def chunked_but_unwritten(f):
     (lambda f: f.__delitem__("attrs"), "lacks the groups /blocks and /attrs"),
     (lambda f: f.move("blocks/0", "blocks/00"), "has a group blocks/00, not a block id"),
     (lambda f: f.move("blocks/0", "blocks/\u0661"), "not a block id"),
-    (lambda f: f.create_dataset("blocks/1", data=[1]), "has a group blocks/1, not a"),
+    (lambda f: f.create_dataset("blocks/1", data=[1]), "holds blocks/1, which is not a "
+                                                       "group"),
+    (lambda f: f["blocks/0"].create_dataset("n", data=h5py.Empty("f8")),
+     "/blocks/0/n is not a dataset"),
+    (lambda f: f["attrs"].attrs.__setitem__("q", np.zeros(2, np.longdouble)),
+     "the attribute 'q' of /attrs holds a ndarray"),
     (lambda f: f["blocks/0"].create_group("g"), "/blocks/0/g is not a dataset"),
     (lambda f: f["blocks/0"].__setitem__("s", h5py.SoftLink("/nowhere")),
      "/blocks/0/s is not a dataset"),
@@ -561,3 +566,25 @@ def test_a_save_failing_as_it_starts_the_file_leaves_nothing(tmp_path, monkeypat
     monkeypatch.undo()
     assert os.listdir(tmp_path) == ["c.h5"]
     assert tack.io.load(path, tack.Blocks([]))[1] == {"step": 1}
+
+
+def test_a_path_holding_nul(tmp_path):
+    """rank 0 alone raised making the partial file's name, and the others
+    waited forever; a load read the file named up to the NUL (review)."""
+    path = str(tmp_path / "c.h5")
+    tack.io.save(path, tack.Blocks([]), {}, {"step": 1})
+
+    def save(world, rank):
+        tack.io.save(path + "\0x", tack.Blocks([], world), {})
+    raises_everywhere(2, save, ValueError, "holds a NUL character")
+    with pytest.raises(ValueError, match=r"tack.io.load\(\): the path .* holds a NUL"):
+        tack.io.load(path + "\0x", tack.Blocks([]))
+    assert os.listdir(tmp_path) == ["c.h5"]
+
+
+def test_a_long_file_name(tmp_path):
+    """The partial file's longer name passed the file system's limit (review)."""
+    path = tmp_path / ("c" * 250 + ".h5")
+    tack.io.save(path, tack.Blocks([]), {}, {"step": 3})
+    assert tack.io.load(path, tack.Blocks([]))[1] == {"step": 3}
+    assert os.listdir(tmp_path) == [path.name]

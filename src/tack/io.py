@@ -68,11 +68,13 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
                               (None if error else _spelling(attrs), ValueError,
                                f"{SAVE}: attrs", _show)])
     manifests = world.alltoall([manifest if r == 0 else None for r in range(world.size)])
-    target, partial = _partial(path) if world.rank == 0 else (None, None)
-    out = scratch = None
+    target = partial = out = scratch = None
     if world.rank == 0:     # the file, and room for the largest message
-        started, error = fault(_start_file, partial, blocks.count, attrs, manifests)
-        out, scratch = started or (None, None)
+        named, error = fault(_partial, path)
+        if error is None:
+            target, partial = named
+            started, error = fault(_start_file, partial, blocks.count, attrs, manifests)
+            out, scratch = started or (None, None)
     try:
         world.agree(SAVE, error)
         if world.rank == 0:
@@ -88,7 +90,7 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
     finally:
         if out:
             out.close()
-        if world.rank == 0 and os.path.exists(partial):   # this save's own name
+        if partial is not None and os.path.exists(partial):   # this save's own name
             os.remove(partial)
 
 
@@ -179,14 +181,19 @@ def _check_path(path, call: str) -> None:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{call} takes a file path (str or os.PathLike), not "
                         f"{type(path).__name__}")
+    if "\0" in _name(path):     # HDF5 would cut the name there
+        raise ValueError(f"{call}: the path {_name(path)!r} holds a NUL character")
     _h5py()
 
 
 def _partial(path) -> tuple:
     """Rank 0: ``(target, partial)``: the file a save replaces (a symbolic link's
-    target, so the link stays) and a name of its own to write first, beside it."""
+    target, so the link stays) and a name of its own to write first, beside it
+    (the target's name cut to 48 characters, so that it stays a valid name)."""
     target = os.path.realpath(_name(path))
-    return target, f"{target}.{os.getpid()}-{secrets.token_hex(4)}.partial"
+    head, name = os.path.split(target)
+    return target, os.path.join(head, f"{name[:48]}.{os.getpid()}-{secrets.token_hex(4)}"
+                                      f".partial")
 
 
 def _check_save(path, blocks, values, attrs) -> tuple:
@@ -392,9 +399,11 @@ def _read_manifest(f, name: str) -> tuple:
     # (an iterator left behind is finished in another thread, which fails)
     for key, group in list(groups.items()):
         if not (key.isascii() and key.isdigit() and key == str(int(key)) and
-                int(key) < count and isinstance(group, h5py.Group)):
+                int(key) < count):
             raise ValueError(f"{LOAD}: {name!r} has a group blocks/{key}, not a block "
                              f"id below its block_count {count}")
+        if not isinstance(group, h5py.Group):
+            raise ValueError(f"{LOAD}: {name!r} holds blocks/{key}, which is not a group")
         manifest[int(key)] = {n: _entry(d, f"/blocks/{key}/{n}")
                               for n, d in list(group.items())}
     return count, manifest, {k: _python(k, v) for k, v in list(attrs.attrs.items())}
@@ -408,8 +417,8 @@ def _whole(value, equal=None) -> bool:
 
 def _entry(dataset, where: str) -> tuple:
     """``(dtype name, shape)`` of the array a dataset holds."""
-    if not isinstance(dataset, _h5py().Dataset):
-        raise ValueError(f"{LOAD}: {where} is not a dataset")
+    if not isinstance(dataset, _h5py().Dataset) or dataset.shape is None:
+        raise ValueError(f"{LOAD}: {where} is not a dataset (of a shape)")
     try:
         dtype = dataset.attrs["tack_dtype"]
         dtype = dtype.decode() if isinstance(dtype, bytes) else str(dtype)
@@ -451,7 +460,8 @@ def _python(name: str, value):
             value.dtype.itemsize <= 8:
         value = value.item()
     if isinstance(value, (bool, int, float, str)) or (
-            isinstance(value, np.ndarray) and value.dtype.kind in "biuf"):
+            isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and
+            value.dtype.itemsize <= 8):
         return value
     raise ValueError(f"{LOAD}: the attribute {name!r} of /attrs holds a "
                      f"{type(value).__name__}, which is none of the values save stores")
