@@ -127,6 +127,10 @@ def main():
     parser.add_argument("--save-at", type=int, help="save the checkpoint at this step "
                         "and stop")
     options = parser.parse_args()
+    if options.save_at is not None and not options.checkpoint:
+        parser.error("--save-at needs --checkpoint FILE to save to")
+    if options.save_at is not None and not 0 <= options.save_at < STEPS:
+        parser.error(f"--save-at takes a step from 0 to {STEPS - 1}")
     world = world_from_launch()
     blocks = my_blocks(world)
     plan = halo_plan(blocks)
@@ -135,6 +139,8 @@ def main():
     if options.checkpoint and world.allgather(os.path.exists(options.checkpoint))[0]:
         fields, attrs = tack.io.load(options.checkpoint, blocks)
         u, step = {g: fields[g]["u"] for g in blocks.local}, attrs["step"]
+        if world.rank == 0:
+            print(f"heat2d: starting from step {step} of {options.checkpoint}")
         if options.save_at is not None and options.save_at < step:
             parser.error(f"{options.checkpoint} holds step {step}, past --save-at "
                          f"{options.save_at}: nothing to save (remove the file to start "
