@@ -350,3 +350,41 @@ def test_an_array_indexed_with_two_index_counts_is_refused(kernel, owner, line):
     message = f"{owner}: unsupported indexing of array 'a' with both 1 and 2 indices at {line}"
     with pytest.raises(tack.UnsupportedSyntaxError, match=f"^{re.escape(message)}"):
         kernel(tack.zeros((3, 3), tack.f32), tack.zeros(3, tack.f32))
+
+
+@tack.kernel
+def k_numpy_sin(a):
+    for i in range(len(a)):
+        a[i] = np.sin(a[i])
+
+
+@tack.kernel
+def k_fstring(a):
+    for i in range(len(a)):
+        print(f"{i}")
+
+
+@tack.kernel
+def k_list(a):
+    for i in range(len(a)):
+        a[i] = [1, 2][0]
+
+
+@tack.kernel
+def k_warp_tid(a):
+    for i in range(len(a)):
+        a[tack.tid()] = 1.0
+
+
+@pytest.mark.parametrize("kernel, message, hint", [
+    (k_numpy_sin, "unsupported call to 'np.sin'", "the math module's do (math.sin(x)"),
+    (k_fstring, "unsupported JoinedStr", 'print takes its values as arguments'),
+    (k_list, "unsupported List", "tack.local_array(n, dtype)"),
+    (k_warp_tid, "unsupported call to 'tack.tid'", "for i in range(n):"),
+])
+def test_what_users_of_numpy_and_warp_write_gets_a_hint(kernel, message, hint):
+    """The message stays the documented one; a note says what to write (new-user
+    audit: these gave no hint)."""
+    with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(message)) as info:
+        kernel(tack.zeros(2))
+    assert any(hint in note for note in info.value.__notes__[1:]), info.value.__notes__

@@ -44,12 +44,25 @@ def _cast_hint(arg: ast.arg) -> str:
     return f"{text if text in types else 'tack.u32'}({arg.arg})"
 
 
-def unsupported(source: Source, construct: str, node) -> UnsupportedSyntaxError:
-    """The error for ``construct`` at ``node``, with a source note attached."""
+def unsupported(source: Source, construct: str, node,
+                hint: str = None) -> UnsupportedSyntaxError:
+    """The error for ``construct`` at ``node``, with a source note attached, and
+    a note saying what to write instead where there is one."""
     exc = UnsupportedSyntaxError(
         f"{source.kind} '{source.name}': unsupported {construct} {source.where(node)}")
     add_source_note(exc, source.span(node))
+    if hint:
+        exc.add_note(f"hint: {hint}")
     return exc
+
+
+# what to write instead of the Python constructs users reach for most
+_HINTS = {
+    "JoinedStr": "print takes its values as arguments: print(\"x =\", x)",
+    "List": "a kernel has no lists: a small array of its own is "
+            "tack.local_array(n, dtype), a fixed set of numbers a tack.vec3(...)",
+    "ListComp": "a kernel has no lists: fill a tack.local_array(n, dtype) in a loop",
+}
 
 
 class _Validator(ast.NodeVisitor):
@@ -61,7 +74,8 @@ class _Validator(ast.NodeVisitor):
         self.position = source.tree
 
     def reject(self, construct: str, node=None):
-        raise unsupported(self.source, construct, node or self.position)
+        raise unsupported(self.source, construct, node or self.position,
+                          _HINTS.get(construct))
 
     def visit(self, node):
         # An operator has no position: it is reported at its enclosing node.

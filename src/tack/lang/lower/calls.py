@@ -77,7 +77,8 @@ class CallLowering:
                 f"called on device-class objects (such as a tack.Texture3D)", node)
         raise self.scope.unsupported(
             f"call to '{_spelled(node.func)}' (not a statically bound @tack.func or "
-            f"a supported kernel intrinsic{_tack_type_for(target)})", node)
+            f"a supported kernel intrinsic{_tack_type_for(target)})", node,
+            _call_hint(_spelled(node.func)))
 
     def called_parameter(self, callee: ast.expr):
         """The kernel's parameter ``callee`` is a method of (``t.sample``), else
@@ -244,3 +245,15 @@ def _tack_type_for(target) -> str:
         return f"; for a conversion, call tack.{T.from_numpy(np.dtype(target)).name}()"
     except TypeError:
         return ""
+
+
+def _call_hint(spelled: str):
+    """What to call instead of a function users of NumPy and Warp reach for."""
+    head, _, name = spelled.rpartition(".")
+    if head in ("np", "numpy"):
+        return (f"NumPy's functions do not run in kernels; the math module's do "
+                f"(math.{name}(x) where it has one), and so do abs, min, max and round")
+    if name == "tid":
+        return ("a kernel's parallel loop gives each iteration its index: "
+                "for i in range(n):")
+    return None

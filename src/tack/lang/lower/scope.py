@@ -46,8 +46,8 @@ class Scope:
         return cls(source, tree, CallBindings(fn, tree, extra), bound=assigned_names(tree),
                    caller=caller)
 
-    def unsupported(self, construct: str, node):
-        return unsupported(self.source, construct, node)
+    def unsupported(self, construct: str, node, hint: str = None):
+        return unsupported(self.source, construct, node, hint)
 
     def error(self, exc_type, message: str, node):
         """``exc_type`` with the function's name and the node's position."""
