@@ -388,3 +388,17 @@ def test_what_users_of_numpy_and_warp_write_gets_a_hint(kernel, message, hint):
     with pytest.raises(tack.UnsupportedSyntaxError, match=re.escape(message)) as info:
         kernel(tack.zeros(2))
     assert any(hint in note for note in info.value.__notes__[1:]), info.value.__notes__
+
+
+@tack.kernel
+def k_drift(pos):
+    for i in range(len(pos)):
+        pos[i] = tack.vec3(1.0, 2.0, 3.0)
+
+
+def test_vectors_stored_into_a_scalar_array_hint_at_the_element_type():
+    """An (n, 3) array made without dtype=tack.vec3() holds scalars (new-user audit)."""
+    with pytest.raises(TypeError, match="a vec3 stored into an element of the scalar "
+                                        "array 'pos'") as info:
+        k_drift(tack.zeros((4, 3)))
+    assert any("tack.array(x, dtype=tack.vec3())" in note for note in info.value.__notes__)

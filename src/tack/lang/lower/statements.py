@@ -210,12 +210,21 @@ class StatementLowering:
             if array in self.elements:
                 return self.store_element(array, index, value, node)
             if isinstance(value, Vec):
-                raise scope.error(TypeError, f"a {value.describe()} stored into an "
-                                  f"element of the scalar array '{target.value.id}'", node)
+                raise self.vector_into_scalars(value, target.value.id, node)
             return [S.Store(array, index, value, self.debug, span=span)]
         if isinstance(target, ast.Tuple):
             raise scope.unsupported("nested tuple unpacking", node)
         raise scope.unsupported(f"assignment to {type(target).__name__}", node)
+
+    def vector_into_scalars(self, value, array: str, node) -> TypeError:
+        """The error of a vector or matrix stored into a scalar array's element,
+        with a hint: an (n, 3) array made without its element type is n x 3
+        scalars."""
+        exc = self.scope.error(TypeError, f"a {value.describe()} stored into an element "
+                                          f"of the scalar array '{array}'", node)
+        exc.add_note("hint: an array of vectors or matrices is made with its element "
+                     "type: tack.zeros(n, tack.vec3()), tack.array(x, dtype=tack.vec3())")
+        return exc
 
     def stmt_AugAssign(self, node: ast.AugAssign):
         kind = BINARY.get(type(node.op))
@@ -247,9 +256,7 @@ class StatementLowering:
             if array in self.elements:
                 return self.store_element(array, index, result, node)
             if isinstance(result, Vec):
-                raise self.scope.error(TypeError, f"a {result.describe()} stored into an "
-                                       f"element of the scalar array "
-                                       f"'{target.value.id}'", node)
+                raise self.vector_into_scalars(result, target.value.id, node)
             return [S.Store(array, index, result, self.debug, span=span)]
         if isinstance(target, (ast.Attribute, ast.Subscript)):
             load = copy.copy(target)
