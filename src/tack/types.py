@@ -312,13 +312,14 @@ def from_type_name(name: str):
     """The scalar or element type :func:`type_name` spelled."""
     if name.endswith(")"):
         head, _, scalar = name[:-1].partition("(")
-        kind, digits = head[:3], tuple(int(c) for c in head[3:] if c.isdigit())
-        if (kind, digits) not in _COMPOSITE_SHAPES or head[3:] != "".join(map(str, digits)):
+        kind, digits = head[:3], head[3:]
+        shape = tuple(map(int, digits)) if digits.isascii() and digits.isdigit() else None
+        if COMPOSITE_KINDS.get(shape) != kind:
             raise ValueError(f"{name!r} names no vector or matrix type")
-        return composite(kind, digits, scalar_type(scalar))
+        return composite(kind, shape, scalar_type(scalar))
     return scalar_type(name)
 
 
-# the vector and matrix shapes Tack makes (tack.vec2 ... tack.mat44)
-_COMPOSITE_SHAPES = {("vec", (2,)), ("vec", (3,)), ("vec", (4,)), ("mat", (2, 2)),
-                     ("mat", (3, 3)), ("mat", (4, 4))}
+# the shapes of the vector and matrix types Tack makes (tack.vec2 ... tack.mat44)
+COMPOSITE_KINDS = {(2,): "vec", (3,): "vec", (4,): "vec", (2, 2): "mat", (3, 3): "mat",
+                   (4, 4): "mat"}

@@ -288,17 +288,16 @@ def test_many_runs_of_a_face_reach_every_element(rng, runs, length):
 def faces(shape: tuple, inside: bool) -> list:
     """The flat indices of the six faces of a C-ordered 3-D array of ``shape``
     without its edges: the outermost layer, or (``inside``) the one within it."""
-    nz, ny, nx = shape
-    z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
-    flat = np.arange(nz * ny * nx).reshape(shape)
+    coords = np.indices(shape)
+    flat = np.arange(np.prod(shape)).reshape(shape)
     at = 1 if inside else 0
     out = []
     for axis, n in enumerate(shape):
         for layer in (at, n - 1 - at):
-            where = [z, y, x][axis] == layer
+            where = coords[axis] == layer
             for other, m in enumerate(shape):
                 if other != axis:
-                    where &= ([z, y, x][other] > 0) & ([z, y, x][other] < m - 1)
+                    where &= (coords[other] > 0) & (coords[other] < m - 1)
             out.append(flat[where])
     return out
 

@@ -20,8 +20,7 @@ import numpy as np
 from .. import types as T
 
 # shapes of values and the element kind they make
-SHAPES = {(2,): "vec", (3,): "vec", (4,): "vec", (2, 2): "mat", (3, 3): "mat",
-          (4, 4): "mat"}
+SHAPES = T.COMPOSITE_KINDS
 _NUMBERS = (int, float, np.integer, np.floating)
 
 
