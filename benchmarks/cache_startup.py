@@ -15,6 +15,11 @@ first call (results are checked against NumPy afterwards):
   collectively with ``tack.cache.load_bundle(comm=MPI.COMM_WORLD)``;
   ``mpi4 warm`` for comparison: every rank reads the directory itself.
 
+* ``cold large``/``warm large``: the same two for a module of 6 large kernels
+  (a 30-line body calling five of six shared 12-line device functions, about
+  1,300 IR nodes once inlined), where decoding the IR and working out the keys
+  weigh most.
+
 Reported per scenario (medians over repeats; for MPI the slowest rank):
 interpreter start-up (launch to the script's first line), ``import tack``
 (and ``mpi4py``), defining the module, loading the bundle, the first call of
@@ -29,6 +34,7 @@ Run:  python benchmarks/cache_startup.py [--repeats N] [--profile] [--no-mpi]
 """
 
 import argparse
+import importlib
 import json
 import os
 import shutil
@@ -93,6 +99,57 @@ def reference(k, a, b):
     return SHAPES[k % len(SHAPES)][2](a, b, values)
 
 
+LARGE_KERNELS, HELPERS, HELPER_LINES, BODY_LINES = 6, 6, 12, 30
+
+
+def large_lines() -> tuple:
+    """``(helpers, bodies)``: each helper's and each large kernel's lines of
+    arithmetic, which stay within [-4, 4] for inputs in [-2, 2]; the module's
+    source and the NumPy reference are both made from them."""
+    helpers = [[f"x = x * {0.5 + 0.01 * j:.2f} + y * {0.25 + 0.01 * n:.2f} "
+                f"- x * y * 0.0625" for n in range(HELPER_LINES)] for j in range(HELPERS)]
+    bodies = []
+    for k in range(LARGE_KERNELS):
+        lines, called = [], [j for j in range(HELPERS) if j != k % HELPERS]
+        for n in range(BODY_LINES // 2):     # a call on every third line
+            lines.append(f"v = h{called[n // 3]}(v, w) * 0.75 + w * {0.125 + 0.01 * k:.3f}"
+                         if n % 3 == 0 else f"v = v * 0.75 + w * {0.125 + 0.01 * n:.3f}")
+            lines.append(f"w = w * 0.5 - v * {0.25 + 0.01 * n:.2f}")
+        bodies.append(lines)
+    return helpers, bodies
+
+
+def large_module_source() -> str:
+    helpers, bodies = large_lines()
+    out = ["import tack", ""]
+    for j, lines in enumerate(helpers):
+        out += ["@tack.func", f"def h{j}(x, y):"] + [f"    {x}" for x in lines] + [
+            "    return x", ""]
+    for k, lines in enumerate(bodies):
+        out += ["@tack.kernel", f"def k{k}(a, b, out):", "    for i in range(len(out)):",
+                "        v = a[i]", "        w = b[i]"] + [f"        {x}" for x in lines] + [
+            "        out[i] = v + w", ""]
+    return "\n".join(out)
+
+
+def large_reference(k, a, b):
+    """The large kernel ``k`` on whole NumPy arrays: its lines run as they are."""
+    helpers, bodies = large_lines()
+    scope = {}
+    for j, lines in enumerate(helpers):
+        exec(f"def h{j}(x, y):\n" + "".join(f"    {x}\n" for x in lines) +
+             "    return x\n", scope)
+    scope.update(v=a.copy(), w=b.copy())
+    exec("\n".join(bodies[k]), scope)
+    return scope["v"] + scope["w"]
+
+
+SUITES = {   # module name, kernel count, reference
+    "small": ("startup_kernels", KERNELS, reference),
+    "large": ("startup_large", LARGE_KERNELS, large_reference),
+}
+
+
 # -- the child: one new process (or one MPI rank) ------------------------------------
 
 def child(args) -> None:
@@ -110,7 +167,8 @@ def child(args) -> None:
     if args.profile:
         timers = instrument()
     sys.path.insert(0, args.module_dir)
-    import startup_kernels as module
+    name, count, expected = SUITES[args.suite]
+    module = importlib.import_module(name)
     t_define = time.perf_counter()
     cpu_define = time.process_time()
     loaded = None
@@ -119,18 +177,18 @@ def child(args) -> None:
     t_load = time.perf_counter()
     cpu_load = time.process_time()
     gen = np.random.default_rng(7)
-    inputs = [(gen.uniform(-2, 2, N), gen.uniform(-2, 2, N)) for _ in range(KERNELS)]
+    inputs = [(gen.uniform(-2, 2, N), gen.uniform(-2, 2, N)) for _ in range(count)]
     arrays = [(tack.array(a), tack.array(b), tack.zeros(N, dtype=tack.f64))
               for a, b in inputs]
     calls = []
-    for k in range(KERNELS):
+    for k in range(count):
         start = time.perf_counter()
         getattr(module, f"k{k}")(*arrays[k])
         calls.append(time.perf_counter() - start)
     cpu = (cpu_define - cpu0) + (time.process_time() - cpu_load)
     for k, ((a, b), (_, _, out)) in enumerate(zip(inputs, arrays)):
-        np.testing.assert_allclose(out.numpy(), reference(k, a, b), rtol=1e-12,
-                                   err_msg=f"kernel k{k}")
+        np.testing.assert_allclose(out.numpy(), expected(k, a, b), rtol=1e-12,
+                                   atol=1e-12, err_msg=f"kernel k{k}")
     result = {"started": started, "mpi": t_mpi - t0, "import": t_import - t_mpi,
               "define": t_define - t_import, "load": t_load - t_define,
               "calls": calls, "cpu": cpu, "stats": tack.cache.stats(), "loaded": loaded}
@@ -237,6 +295,7 @@ def main() -> int:
     parser.add_argument("--mpi", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bundle", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--module-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--suite", default="small", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -253,8 +312,10 @@ def main() -> int:
 def run_all(args, work) -> int:
     module_dir = os.path.join(work, "module")
     os.makedirs(module_dir)
-    with open(os.path.join(module_dir, "startup_kernels.py"), "w") as f:
-        f.write(module_source())
+    for name, text in (("startup_kernels", module_source()),
+                       ("startup_large", large_module_source())):
+        with open(os.path.join(module_dir, name + ".py"), "w") as f:
+            f.write(text)
     base = [sys.executable, os.path.abspath(__file__), "--child", "--module-dir",
             module_dir]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TACK_CACHE")}
@@ -285,6 +346,14 @@ def run_all(args, work) -> int:
     bundle_env = dict(env, TACK_CACHE="bundle", TACK_CACHE_DIR=bundle_dir)
     results["bundle"] = median_of([summarize(launch(base + ["--bundle"], bundle_env))
                                    for _ in range(args.repeats)])
+    large = base + ["--suite", "large"]
+    large_dir = directory("large")
+    results["cold large"] = median_of([summarize(launch(large, dict(
+        env, TACK_CACHE="write", TACK_CACHE_DIR=directory(f"large{r}"))))
+        for r in range(args.repeats)])
+    launch(large, dict(env, TACK_CACHE="write", TACK_CACHE_DIR=large_dir))
+    results["warm large"] = median_of([summarize(launch(large, dict(
+        env, TACK_CACHE="write", TACK_CACHE_DIR=large_dir))) for _ in range(args.repeats)])
     mpiexec = shutil.which("mpiexec")
     mpi_ok = not args.no_mpi and mpiexec and _has_mpi4py()
     if mpi_ok:
@@ -330,7 +399,7 @@ def report(results, mpi_ok) -> None:
     print("  interpreter: launch to the script's first line; import: import tack; "
           "define: import the module of 20 kernels;")
     print("  first: the first kernel's first call (with the process's one-time costs); "
-          "other: median first call of the other 19;")
+          "other: median first call of the others (19; 5 large);")
     print("  mean: all 20 first calls / 20; startup: import + define + load + calls; "
           "cpu: CPU time of import + define + calls")
     print("  (not the load, where MPI ranks spin); wall: the whole process (or mpiexec)")
@@ -345,6 +414,11 @@ def report(results, mpi_ok) -> None:
           f"target <= 10 ms")
     print(f"cold compile per kernel: {ms(results['cold']['other']).strip()} ms "
           f"(hit is {results['cold']['other'] / warm['other']:.0f}x faster)")
+    cold_large, warm_large = results["cold large"], results["warm large"]
+    print(f"large kernels ({BODY_LINES}-line body, five {HELPER_LINES}-line device "
+          f"functions): hit {ms(warm_large['other']).strip()} ms per kernel, cold compile "
+          f"{ms(cold_large['other']).strip()} ms ({cold_large['other'] / warm_large['other']:.0f}x); "
+          f"target <= 10 ms")
     if mpi_ok:
         for ranks in (4, 2):
             many = results[f"mpi{ranks} bundle"]

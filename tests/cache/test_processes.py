@@ -142,3 +142,66 @@ def test_no_cache_module_uses_a_serializer_that_runs_code(path):
         else:
             continue
         assert not bad, f"{path}:{node.lineno} uses {bad}"
+
+
+CHECKS = '''
+import json, sys
+import numpy as np
+import tack, tack.cache
+sys.path.insert(0, sys.argv[1])
+from tally_kernel import tally
+
+keys = tack.array(np.array([0, 2, 2, 3], np.int64))
+counts, out = tack.zeros(4, tack.i32), tack.zeros(4, tack.i64)
+tally(keys, counts, out)
+refused = []
+held = np.zeros(4, np.int64)
+read_only = tack.array_from_ptr(held, (4,), tack.i64)
+raw = np.zeros(64, np.uint8)
+start = (-raw.ctypes.data) % 8 + 1
+misaligned = tack.array_from_ptr(raw.ctypes.data + start, (4,), tack.i32, writable=True)
+for args in ((keys, counts, read_only), (keys, misaligned, out)):
+    try:
+        tally(*args)
+    except ValueError as exc:
+        refused.append(str(exc))
+print(json.dumps({"counts": counts.numpy().tolist(), "out": out.numpy().tolist(),
+                  "refused": refused, "untouched": not held.any() and not raw.any(),
+                  "stats": tack.cache.stats()}))
+'''
+
+TALLY = '''
+import tack
+
+
+@tack.kernel
+def tally(keys, counts, out):
+    for i in range(len(keys)):
+        tack.atomic_add(counts, keys[i], 1)
+        out[i] = keys[i] * 2
+'''
+
+
+def test_a_hit_keeps_refusing_read_only_and_misaligned_arrays(tmp_path, cache_dir, tools):
+    """A variant entry holds which parameters the kernel writes and targets with
+    atomics (not its IR): a process whose kernel is a hit checks them as one
+    that compiled it does."""
+    (tmp_path / "tally_kernel.py").write_text(TALLY)
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", CHECKS, os.fspath(tmp_path)],
+                              env=tools.child_env(cache_dir, PYTHONDONTWRITEBYTECODE="1"),
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["stats"]["misses"] == 2 and warm["stats"] == {"hits": 2, "misses": 0,
+                                                              "writes": 0}
+    for run in runs:
+        assert run["counts"] == [1, 0, 2, 1] and run["out"] == [0, 4, 4, 6]
+        assert run["untouched"]
+        assert [m.split(":")[1].split(",")[0] for m in run["refused"]] == [
+            " parameter 'out' may be written", " parameter 'counts' is an atomic target"]
+    for path in tools.entries(cache_dir, ".variant"):
+        with open(path, "rb") as f:
+            assert b'"written": ["counts", "out"]' in f.read()

@@ -5,7 +5,8 @@ source of every device function it can reach, where each of those sources
 sits (file, first line, indent: the IR carries source positions for error
 messages, so a moved function must not reuse positions from before), the
 lowering specialization, and the Tack and Python versions. ``.variant``: the
-post-pass IR and the backend's artifact (object code on the CPU), keyed by
+backend's artifact (object code on the CPU) and the parameters the variant
+writes and targets with atomics, keyed by
 the template's key, the variant key, the backend's target (triple, CPU name
 and features) and the LLVM version. No key contains a time or an object id.
 """
@@ -32,7 +33,7 @@ def _digest(data) -> str:
 
 def ir_key(kernel, specialization) -> str:
     from ..lang.dependencies import reachable_functions, source_key
-    funcs = reachable_functions(kernel.fn, kernel.source.tree)
+    funcs = reachable_functions(kernel.fn, kernel.source)
     return _digest({
         "kernel": source_key(kernel.fn, kernel.source),
         "functions": [source_key(f.fn, f.source) for f in funcs],
@@ -107,22 +108,33 @@ def _type_from_record(record):
 # -- variants ---------------------------------------------------------------------
 
 def load_variant(key: str, backend):
-    """(optimized IR, program) from the cache, or None."""
+    """The ``Variant`` from the cache, or None."""
+    from ..runtime.dispatch import Variant
     payload = cache().lookup("variant", key)
     if payload is None:
         return None
     try:
         meta, blob = unpack_payload(payload)
-        ir = serialize.decode(meta["ir"])
+        written, atomics = _names(meta["written"]), _names(meta["atomics"])
         program = backend.load_artifact(meta["backend"], blob)
     except Exception as exc:  # an entry that does not load is a miss
         store.warn(f"Tack's kernel cache could not load a compiled variant ({exc}); "
                    f"it is compiled again")
         return None
-    return ir, program
+    return Variant(None, program, written, atomics)
 
 
-def store_variant(key: str, ir, program, backend) -> None:
-    meta, blob = backend.artifact(program)
+def store_variant(key: str, variant, backend) -> None:
+    """Store what dispatch needs of ``variant``: the program, and the parameters
+    it writes and targets with atomics (not the optimized IR: decoding it took
+    most of a large kernel's hit)."""
+    meta, blob = backend.artifact(variant.program)
     cache().store("variant", key, pack_payload(
-        {"ir": serialize.encode(ir), "backend": meta}, blob))
+        {"written": sorted(variant.written), "atomics": sorted(variant.atomic_targets),
+         "backend": meta}, blob))
+
+
+def _names(value) -> frozenset:
+    if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise ValueError("malformed parameter names")
+    return frozenset(value)

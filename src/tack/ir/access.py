@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from . import expressions as E
 from .statements import Store
+from .memo import per_function
 from .traversal import walk
 
 
+@per_function
 def write_only_params(fn) -> tuple:
     """Array parameters the kernel stores to and never reads (no load, no
     atomic): where a large launch may store around the caches

@@ -43,8 +43,9 @@ def _intrinsic_of(obj, spelled: str):
 
 
 class CallBindings:
-    def __init__(self, fn, tree: ast.FunctionDef, extra=None):
-        self.dynamic = assigned_names(tree)
+    def __init__(self, fn, tree: ast.FunctionDef, extra=None, dynamic=None):
+        # ``dynamic``: the names ``tree`` binds, where the caller has them
+        self.dynamic = assigned_names(tree) if dynamic is None else dynamic
         # Names bound by a rewrite (device-class methods), ahead of closure and globals.
         self.extra = extra or {}
         self.globals = fn.__globals__

@@ -3,7 +3,6 @@ device functions it can reach, and what each outer name in them resolves to."""
 
 from __future__ import annotations
 
-import ast
 import secrets
 import types
 
@@ -11,23 +10,22 @@ from .bindings import CallBindings, Intrinsic
 from .func import Func
 
 
-def reachable_functions(fn, tree: ast.FunctionDef) -> list:
-    """Every @tack.func that calls in ``tree`` resolve to, transitively, in a
-    deterministic order (by first discovery)."""
+def reachable_functions(fn, source) -> list:
+    """Every @tack.func that calls in ``source`` (of ``fn``) resolve to,
+    transitively, in a deterministic order (by first discovery)."""
     found: list = []
     seen: set = set()
-    pending = [(fn, tree)]
+    pending = [(fn, source)]
     while pending:
-        owner, node = pending.pop()
-        bindings = CallBindings(owner, node)
-        for call in ast.walk(node):
-            if not isinstance(call, ast.Call):
-                continue
-            target = bindings.resolve(call.func)
+        owner, text = pending.pop()
+        names = text.names
+        bindings = CallBindings(owner, text.tree, dynamic=names.assigned)
+        for callee in names.callees:
+            target = bindings.resolve(callee)
             if isinstance(target, Func) and id(target) not in seen:
                 seen.add(id(target))
                 found.append(target)
-                pending.append((target.fn, target.source.tree))
+                pending.append((target.fn, target.source))
     return found
 
 
@@ -38,23 +36,21 @@ def source_key(fn, source) -> tuple:
     another intrinsic or type (``op = math.sqrt`` or ``math.exp``, a factory's
     ``T`` argument), so the bindings are part of the key."""
     return (fn.__module__, fn.__qualname__, source.text, source.file, source.first_line,
-            source.indent, outer_bindings(fn, source.tree))
+            source.indent, outer_bindings(fn, source))
 
 
-def outer_bindings(fn, tree: ast.FunctionDef) -> tuple:
+def outer_bindings(fn, source) -> tuple:
     """``(name as written, what it resolves to)`` for every name and module
-    attribute in ``tree`` that is bound outside the function, sorted."""
-    bindings = CallBindings(fn, tree)
+    attribute in ``source`` (of ``fn``) that is bound outside the function,
+    sorted. The names are the source's own (found once); what they resolve to
+    is looked up each time."""
+    names = source.names
+    bindings = CallBindings(fn, source.tree, dynamic=names.assigned)
     found = {}
-    parts = [tree.args, *tree.body] + ([tree.returns] if tree.returns else [])
-    for node in (n for part in parts for n in ast.walk(part)):   # not the decorators
-        if not isinstance(node, (ast.Name, ast.Attribute)):
-            continue
-        text = ast.unparse(node)
-        if text not in found:
-            target = bindings.resolve(node)
-            if target is not None:
-                found[text] = _describe(target)
+    for text, node in names.outer:
+        target = bindings.resolve(node)
+        if target is not None:
+            found[text] = _describe(target)
     return tuple(sorted(found.items()))
 
 

@@ -333,7 +333,7 @@ def _disk_key(plan) -> str:
     any of them must make a new disk-cache key)."""
     return repr([(param, cls.__module__, cls.__qualname__, classified,
                   [(m, _source_key(f), [_source_key(g) for g in
-                                        reachable_functions(f.fn, f.source.tree)])
+                                        reachable_functions(f.fn, f.source)])
                    for m, f in sorted(methods.items())])
                  for param, cls, classified, methods in plan])
 

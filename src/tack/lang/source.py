@@ -47,6 +47,13 @@ class Source:
         return len(line.encode()[:offset].decode("utf-8", "replace")) + 1
 
     @functools.cached_property
+    def names(self):
+        """What the function's names are (``names.Scanned``), worked out once:
+        the tree never changes once parsed (rewrites make new ``Source``s)."""
+        from .names import scan
+        return scan(self.tree)
+
+    @functools.cached_property
     def _wide_lines(self) -> dict:
         """``{line number: text}`` of the lines that are not all ASCII."""
         return {number: line for number, line in enumerate(self.text.splitlines(), 1)
@@ -83,3 +90,4 @@ def read_source(fn, kind: str) -> Source:
         raise TypeError(f"@tack.{'kernel' if kind == 'Kernel' else 'func'} "
                         f"decorates a def, not {type(tree).__name__}")
     return Source(name, kind, text, tree, file, first_line, indent)
+

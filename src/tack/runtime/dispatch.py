@@ -284,15 +284,18 @@ def variant_mode(backend, fn, args, specs) -> int:
 
 
 class Variant:
-    """A compiled variant: its optimized IR and the backend's program."""
+    """A compiled variant: the backend's program, and the parameters it may write
+    and those it targets with atomics (from its optimized IR, or, for one the
+    disk cache loaded, from the entry: ``ir`` is None then)."""
 
     __slots__ = ("ir", "program", "written", "atomic_targets")
 
-    def __init__(self, ir, program):
+    def __init__(self, ir, program, written=None, atomic_targets=None):
         self.ir = ir
         self.program = program
-        self.written = written_params(ir)
-        self.atomic_targets = atomic_params(ir)
+        self.written = written_params(ir) if written is None else written
+        self.atomic_targets = atomic_params(ir) if atomic_targets is None \
+            else atomic_targets
 
 
 class BoundProgram:

@@ -307,7 +307,7 @@ class Kernel:
             disk_key = disk.variant_key(template.ir_key, key[2], backend.cache_target())
             cached = disk.load_variant(disk_key, backend)
             if cached is not None:
-                return Variant(*cached)
+                return cached
         from ..ir.passes.pipeline import VariantRequest, run_pipeline   # (see _lower)
         request = VariantRequest(specs, backend.supported_dtypes, backend.atomic_dtypes,
                                  backend.class_name, mode >= DISJOINT,
@@ -316,10 +316,10 @@ class Kernel:
         optimized = run_pipeline(function, request)
         if _record.enabled():
             _record.record(optimized)
-        program = backend.build(optimized)
+        variant = Variant(optimized, backend.build(optimized))
         if disk_key:
-            disk.store_variant(disk_key, optimized, program, backend)
-        return Variant(optimized, program)
+            disk.store_variant(disk_key, variant, backend)
+        return variant
 
     # -- tier 3: dispatch ----------------------------------------------------------
     def __call__(self, *args, **kwargs):

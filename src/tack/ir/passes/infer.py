@@ -12,6 +12,7 @@ from __future__ import annotations
 from ... import types as T
 from ..expressions import Name
 from ..statements import Allocate, Function
+from ..memo import per_function
 from ..traversal import rewrite_body, walk
 from .common import kernel_error
 
@@ -26,7 +27,7 @@ def check_arguments(fn: Function, specs) -> Function:
     """The argument checks of inference. The pipeline also makes them before
     ``resolve``, which would otherwise report an array indexed with too many
     indices as an extent past its rank, and a scalar as an unknown array."""
-    read = {node.id for stmt in fn.body for node in walk(stmt) if isinstance(node, Name)}
+    read = names_read(fn)
     for param, spec in zip(fn.params, specs):
         if spec.is_array and param.name in read:
             raise kernel_error(TypeError, fn.name, f"parameter '{param.name}' is used "
@@ -40,6 +41,13 @@ def check_arguments(fn: Function, specs) -> Function:
                                f"indexed with {param.ndim} indices, but its array "
                                f"has {len(spec.shape)} dimension(s)")
     return fn
+
+
+@per_function
+def names_read(fn: Function) -> frozenset:
+    """Every name the body reads."""
+    return frozenset(node.id for stmt in fn.body for node in walk(stmt)
+                     if isinstance(node, Name))
 
 
 def infer_param_types(fn: Function, specs) -> Function:

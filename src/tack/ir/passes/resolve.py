@@ -19,9 +19,11 @@ from ... import types as T
 from ..expressions import Const, DimSize, Name
 from ..statements import Function, ParallelFor, Param
 from ..traversal import rewrite, rewrite_body, walk
+from ..memo import per_function
 from .common import kernel_error
 
 
+@per_function
 def shape_dependencies(fn: Function) -> dict:
     """``{array: sorted dims}`` whose extents resolve bakes into a variant."""
     deps: dict = {}
