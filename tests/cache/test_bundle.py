@@ -284,3 +284,43 @@ def test_pack_raises_when_the_bundle_cannot_be_written(cache_dir, kernels, seed,
     assert done.stderr.startswith(
         f"python -m tack.cache: error: Tack's kernel cache could not write {path}: ")
     assert sorted(os.listdir(cache_dir)) == sorted([tack.__version__, os.path.basename(path)])
+
+
+def test_pack_since_takes_only_the_entries_used_from_then_on(cache_dir, kernels, seed,
+                                                              tools):
+    a = tack.array(np.random.default_rng(seed).uniform(-1, 1, 5))
+    out = tack.zeros(5, dtype=tack.f64)
+    kernels.fresh(kernels.affine)(a, out)               # an earlier run's entries
+    old = set(tools.entries(cache_dir))
+    past = max(os.stat(p).st_mtime for p in old) - 100
+    for path in old:
+        os.utime(path, (past, past))
+    start = past + 50
+    kernels.fresh(kernels.square_plus)(a, out)          # written after start
+    assert tack.cache.pack(since=start)[1] == 2
+    kernels.fresh(kernels.affine)(a, out)               # a hit refreshes its stamps
+    path, count = tack.cache.pack(since=start)
+    assert count == 4 and tack.cache.pack()[1] == 4
+    assert tack.cache.pack(since=time_after_everything(cache_dir, tools))[1] == 0
+
+
+def time_after_everything(cache_dir, tools):
+    return max(os.stat(p).st_mtime for p in tools.entries(cache_dir)) + 1
+
+
+@pytest.mark.parametrize("since", ["yesterday", True, [1.0]])
+def test_pack_refuses_a_since_that_is_not_a_time(cache_dir, since):
+    with pytest.raises(TypeError, match="pack\\(\\) takes a POSIX time"):
+        tack.cache.pack(since=since)
+
+
+def test_loaded_entries_are_views_of_one_buffer(packed, kernels, seed):
+    """The bundle is held once: every entry is a read-only view of the buffer it
+    was read into, and a hit still decodes (it copies its own entry)."""
+    assert tack.cache.load_bundle() == 4
+    from tack.cache.core import cache
+    views = list(cache().memory.values())
+    assert all(isinstance(v, memoryview) and v.readonly for v in views)
+    assert len({id(v.obj) for v in views}) == 1
+    assert call_both(kernels, seed) == []
+    assert tack.cache.stats() == {"hits": 4, "misses": 0, "writes": 0}

@@ -76,3 +76,22 @@ def test_bad_values_are_usage_errors(cache_dir, tools):
     code, _, error = cli(tools, cache_dir)
     assert code == 2 and re.search(r"usage: python -m tack.cache .*info,pack,prune,clear",
                                    error), error
+
+
+def test_pack_since_a_file_packs_what_was_used_after_it_changed(cache_dir, tools,
+                                                               kernels, seed):
+    a = tack.array(np.random.default_rng(seed).uniform(-1, 1, 6))
+    out = tack.zeros(6, dtype=tack.f64)
+    kernels.fresh(kernels.affine)(a, out)
+    for path in tools.entries(cache_dir):
+        os.utime(path, (1_000_000_000, 1_000_000_000))    # an old run's entries
+    stamp = cache_dir.parent / "warm-start"
+    stamp.touch()
+    kernels.fresh(kernels.square_plus)(a, out)
+    bundle = os.path.join(cache_dir, f"bundle-{tack.__version__}.tackb")
+    assert cli(tools, cache_dir, "pack", "--since", os.fspath(stamp)) == (
+        0, f"packed 2 entries into {bundle}\n", "")
+    code, text, err = cli(tools, cache_dir, "pack", "--since", os.fspath(stamp) + "-none")
+    assert (code, text) == (1, "")
+    assert err == (f"python -m tack.cache: error: {stamp}-none: No such file or "
+                   f"directory\n")

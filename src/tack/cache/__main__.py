@@ -1,9 +1,10 @@
-"""``python -m tack.cache info | pack | prune [--max-size SIZE] | clear [--all]``."""
+"""``python -m tack.cache info | pack [--since FILE] | prune [--max-size SIZE] | clear [--all]``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from . import clear, describe, pack, prune
@@ -14,7 +15,11 @@ def main(argv=None) -> int:
                                      description="Tack's kernel cache")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="settings, entries, size and bundle")
-    commands.add_parser("pack", help="write this version's entries into one bundle")
+    packing = commands.add_parser("pack", help="write this version's entries into one "
+                                               "bundle")
+    packing.add_argument("--since", metavar="FILE",
+                         help="only the entries used since FILE was last modified "
+                              "(touch it before a warm-up run)")
     pruning = commands.add_parser("prune", help="delete least recently used entries")
     pruning.add_argument("--max-size", help="e.g. 500M, 2G (default: the size limit)")
     clearing = commands.add_parser("clear", help="delete this version's entries")
@@ -24,8 +29,9 @@ def main(argv=None) -> int:
         _run(args)
     except ValueError as exc:   # a bad --max-size or TACK_CACHE* value
         parser.error(str(exc))
-    except OSError as exc:      # pack could not write the bundle
-        print(f"{parser.prog}: error: {exc.strerror or exc}", file=sys.stderr)
+    except OSError as exc:      # pack could not write the bundle, or read --since
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"{parser.prog}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -34,7 +40,8 @@ def _run(args) -> None:
     if args.command == "info":
         print(json.dumps(describe(), indent=2))
     elif args.command == "pack":
-        path, count = pack()
+        since = None if args.since is None else os.stat(args.since).st_mtime
+        path, count = pack(since=since)
         print(f"packed {count} entries into {path}")
     elif args.command == "prune":
         removed, left = prune(max_size=args.max_size)

@@ -9,7 +9,13 @@ broadcasts its size (-1 when it cannot be used), then the bytes in chunks (so
 bundles over 2 GiB work), as buffers, never pickled objects; every rank fills
 its in-memory cache from the same bytes. A failure on rank 0, of any kind,
 reaches every rank as the same outcome: no entries, kernels compile, one
-warning (on rank 0).
+warning (on rank 0). Each rank holds the bundle once: the file is read into
+the buffer that is broadcast, and the entries are views of it (a lookup
+copies the one entry it uses).
+
+``pack(since=...)`` packs only the entries used (written, or hit outside read
+mode: the LRU stamp) since a moment, such as the start of a warm-up run, so
+that a bundle need not carry every entry the directory ever held.
 """
 
 from __future__ import annotations
@@ -36,10 +42,17 @@ def is_bundle_name(name: str) -> bool:
     return name.startswith("bundle-") and name.endswith(".tackb")
 
 
-def pack(directory=None) -> tuple:
+def pack(directory=None, *, since=None) -> tuple:
     """Write this Tack version's entries into one bundle; returns (path, count).
-    ``OSError`` if the bundle could not be written: unlike an entry's, this
-    write is what the caller asked for."""
+
+    ``since``: a POSIX time (``time.time()``); only entries used at or after it
+    go in (their modification time, which a write or a hit outside read mode
+    sets). ``OSError`` if the bundle could not be written: unlike an entry's,
+    this write is what the caller asked for."""
+    if since is not None and (isinstance(since, bool) or
+                              not isinstance(since, (int, float))):
+        raise TypeError(f"pack() takes a POSIX time (a number) for since, not "
+                        f"{type(since).__name__}")
     root = os.fsdecode(os.fspath(directory or S.current().directory))
     version_dir = os.path.join(root, versions()["tack"])
     index, blobs, offset = [], [], 0
@@ -48,7 +61,10 @@ def pack(directory=None) -> tuple:
         key, dot, kind = name.partition(".")
         if not dot or "." + kind not in store.ENTRY_SUFFIXES:
             continue
-        data = store.read_file(os.path.join(version_dir, name))
+        path = os.path.join(version_dir, name)
+        if since is not None and not _used_since(path, since):
+            continue
+        data = store.read_file(path)
         if data is None or store.decode_entry(data, dict(versions(), kind=kind,
                                                          key=key)) is None:
             continue  # damaged entries stay out of the bundle
@@ -61,13 +77,22 @@ def pack(directory=None) -> tuple:
     return path, len(index)
 
 
-def parse(data: bytes) -> dict:
-    """``{key: entry bytes}`` of a bundle; ``ValueError`` saying why it is unusable."""
+def _used_since(path: str, since: float) -> bool:
+    try:
+        return os.stat(path).st_mtime >= since
+    except OSError:
+        return False    # gone (pruned meanwhile): not packed
+
+
+def parse(data) -> dict:
+    """``{key: entry}`` of a bundle (bytes or a buffer), each entry a read-only
+    view of ``data``; ``ValueError`` saying why it is unusable."""
+    data = memoryview(data).cast("B").toreadonly()
     if data[:8] != MAGIC:
         raise ValueError("not a Tack bundle")
     try:
         (size,) = _SIZE.unpack_from(data, 8)
-        header = json.loads(data[16:16 + size])
+        header = json.loads(bytes(data[16:16 + size]))
     except (struct.error, ValueError, RecursionError) as exc:   # deep JSON nesting
         raise ValueError(f"damaged header ({type(exc).__name__}: {exc})") from None
     if not isinstance(header, dict):
@@ -76,7 +101,7 @@ def parse(data: bytes) -> dict:
     foreign = [k for k in mine if header.get(k) != mine[k]]
     if foreign:
         raise ValueError(f"made by another version ({', '.join(foreign)} differ)")
-    blob = memoryview(data)[16 + size:]
+    blob = data[16 + size:]
     index = header.get("index")
     if not isinstance(index, list):
         raise ValueError("damaged index (missing, or not a list)")
@@ -88,7 +113,7 @@ def parse(data: bytes) -> dict:
             key, kind, offset, length, digest = item
             if offset < 0 or length < 0 or offset + length > len(blob):
                 raise ValueError("an index entry points past the end of the file")
-            piece = bytes(blob[offset:offset + length])
+            piece = blob[offset:offset + length]
             if hashlib.sha256(piece).hexdigest() != digest:
                 raise ValueError(f"entry {key}.{kind} is damaged")
             entries[key] = piece
@@ -97,17 +122,24 @@ def parse(data: bytes) -> dict:
     return entries
 
 
-def _read(path: str) -> bytes:
-    """The bundle's bytes, if it and its directory pass the cache's trust rule
-    (its code is executed); else ``ValueError`` (or ``OSError``) saying why."""
+def _read(path: str):
+    """The bundle's bytes, as a writable NumPy byte array (the buffer a
+    collective load broadcasts), if it and its directory pass the cache's
+    trust rule (its code is executed); else ``ValueError`` (or ``OSError``)
+    saying why."""
+    import numpy as np
     reason = store.unsafe_reason(os.path.dirname(os.path.abspath(path)))
     if reason:
         raise ValueError(f"its directory is not trusted: {reason}")
     with store.open_regular(path) as f:
-        reason = store.owner_reason(os.fstat(f.fileno()))
+        status = os.fstat(f.fileno())
+        reason = store.owner_reason(status)
         if reason:
             raise ValueError(f"the file is not trusted: {reason}")
-        return f.read()
+        data = np.empty(status.st_size, np.uint8)
+        if f.readinto(data) != status.st_size or f.read(1):
+            raise ValueError("the file changed while it was read")
+        return data
 
 
 def load_bundle(path=None, comm=None) -> int:
@@ -152,13 +184,12 @@ def _load_collective(path: str, comm) -> int:
             store.warn(f"Tack's kernel bundle {path} is not used: {reason}; kernels "
                        f"compile instead")
         return 0
-    buffer = np.frombuffer(data, np.uint8).copy() if rank == 0 else np.empty(
-        size, np.uint8)
+    buffer = data if rank == 0 else np.empty(size, np.uint8)
     for start in range(0, size, CHUNK):
         comm.Bcast(buffer[start:start + CHUNK], root=0)
     if rank != 0:
         try:
-            entries = parse(buffer.tobytes())
+            entries = parse(buffer)
         except ValueError as exc:  # this rank runs another Tack, Python or LLVM
             store.warn(f"Tack's kernel bundle {path} is not used on rank {rank}: "
                        f"{exc}; kernels compile instead")

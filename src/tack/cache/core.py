@@ -58,7 +58,7 @@ def compiler_fingerprint() -> str:
 class KernelCache:
     def __init__(self):
         self._lock = threading.Lock()
-        self.memory: dict = {}        # key -> whole entry bytes, from bundles
+        self.memory: dict = {}        # key -> whole entry (a view), from bundles
         self.stats = {"hits": 0, "misses": 0, "writes": 0}
         self._usable: dict = {}       # directory -> bool
         self._next_prune_check = 0.0  # time.monotonic() of the next size check
@@ -104,6 +104,8 @@ class KernelCache:
             return None
         expected = dict(versions(), kind=kind, key=key)
         data = self.memory.get(key)
+        if data is not None:    # a view of the bundle's one buffer: this entry's bytes
+            data = bytes(data)
         source = "bundle"
         path = None
         if data is None and self._reads_files(settings):
