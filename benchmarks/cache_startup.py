@@ -17,7 +17,7 @@ first call (results are checked against NumPy afterwards):
 
 * ``cold large``/``warm large``: the same two for a module of 6 large kernels
   (a 30-line body calling five of six shared 12-line device functions, about
-  1,300 IR nodes once inlined), where decoding the IR and working out the keys
+  1,100 IR nodes once inlined), where decoding the IR and working out the keys
   weigh most.
 
 Reported per scenario (medians over repeats; for MPI the slowest rank):

@@ -1,4 +1,5 @@
-"""The backend matrix: the kernel suites again, with OpenCL as the default device.
+"""The backend matrix: the kernel suites again, with OpenCL, then emulated CUDA,
+as the default device.
 
 The suites under tests/lang, tests/codegen and tests/algorithms make their
 arrays on the default device, so running them with TACK_TEST_DEVICE=opencl
@@ -6,9 +7,16 @@ checks every language feature on the OpenCL backend (PoCL in CI), where a
 feature a backend lacks is an asserted error, never a skip. Without an
 OpenCL device this test skips with the reason, unless TACK_REQUIRE_OPENCL=1
 (set by CI), which makes that a failure.
+
+With the ``emulated_cuda`` plugin the default device is the CUDA backend
+over a driver that runs the emitted CUDA C on the CPU (clang++-14,
+``tests/emulated_cuda.py``): the same suites check what the CUDA code
+computes, where the offline checks only compile it. Without clang++-14 or
+cuda-python this skips, unless TACK_REQUIRE_COMPILERS=1 (set by CI).
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -38,3 +46,46 @@ def test_kernel_suites_on_opencl():
         text=True, timeout=3000)
     tail = "\n".join(done.stdout.splitlines()[-40:])
     assert done.returncode == 0, f"kernel suites failed on OpenCL:\n{tail}\n{done.stderr[-2000:]}"
+
+
+def _emulator_missing():
+    """Why the CUDA emulator cannot run here, or None."""
+    if shutil.which(os.environ.get("EMULATED_CUDA_CXX", "clang++-14")) is None:
+        return "no clang++-14 (Debian's clang-14) to compile the emulated CUDA C"
+    try:
+        import cuda.bindings.driver  # noqa: F401
+    except ImportError:
+        return "no cuda-python (pip install -e '.[test]')"
+    return None
+
+
+# The GPU half of the CUDA runtime tests runs too, but for exportable memory (the
+# emulator has no virtual memory management) and what needs CuPy or PyTorch.
+GPU_TESTS = ["tests/runtime/test_cuda_gpu.py", "--deselect", "tests/runtime/test_cuda_gpu.py::"
+             "test_gpu_export_memory_shares_exportable_arrays_and_snapshots_others"]
+
+
+@pytest.mark.parametrize("dialect, suites", [
+    ("cuda", SUITES + GPU_TESTS),
+    # HIP's C differs from CUDA's in its atomics and header only
+    ("hip", ["tests/codegen/test_atomics.py", "tests/codegen/test_int_corners.py"]),
+])
+def test_kernel_suites_on_emulated_cuda(dialect, suites, tmp_path):
+    missing = _emulator_missing()
+    if missing:
+        if os.environ.get("TACK_REQUIRE_COMPILERS", "").strip() not in ("", "0"):
+            pytest.fail(missing + "; TACK_REQUIRE_COMPILERS is set")
+        pytest.skip(missing)
+    here = os.path.dirname(os.path.abspath(__file__))   # the plugin's folder
+    env = dict(os.environ, EMULATED_CUDA_DIR=str(tmp_path), EMULATED_CUDA_DIALECT=dialect,
+               PYTHONPATH=os.pathsep.join([here] + [p for p in [
+                   os.environ.get("PYTHONPATH")] if p]))
+    env.pop("TACK_TEST_DEVICE", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:warnings", "-p",
+         "no:cacheprovider", "-p", "emulated_cuda", *suites], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=3000)
+    tail = "\n".join(done.stdout.splitlines()[-40:])
+    assert done.returncode == 0, (f"kernel suites failed on emulated {dialect}:\n{tail}\n"
+                                  f"{done.stderr[-2000:]}")
+    assert " 0 problems" in done.stdout, tail

@@ -301,11 +301,21 @@ def test_pack_since_takes_only_the_entries_used_from_then_on(cache_dir, kernels,
     kernels.fresh(kernels.affine)(a, out)               # a hit refreshes its stamps
     path, count = tack.cache.pack(since=start)
     assert count == 4 and tack.cache.pack()[1] == 4
-    assert tack.cache.pack(since=time_after_everything(cache_dir, tools))[1] == 0
 
 
-def time_after_everything(cache_dir, tools):
-    return max(os.stat(p).st_mtime for p in tools.entries(cache_dir)) + 1
+def test_pack_since_a_time_no_entry_was_used_after_keeps_the_bundle(cache_dir, kernels,
+                                                                    seed, tools):
+    a = tack.array(np.random.default_rng(seed).uniform(-1, 1, 5))
+    kernels.fresh(kernels.affine)(a, tack.zeros(5, dtype=tack.f64))
+    path, _ = tack.cache.pack()
+    with open(path, "rb") as f:
+        packed = f.read()
+    later = max(os.stat(p).st_mtime for p in tools.entries(cache_dir)) + 10
+    with pytest.raises(ValueError, match="no entry of .* was used since .*; the bundle "
+                                         "was not written"):
+        tack.cache.pack(since=later)
+    with open(path, "rb") as f:
+        assert f.read() == packed
 
 
 @pytest.mark.parametrize("since", ["yesterday", True, [1.0]])

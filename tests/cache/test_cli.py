@@ -95,3 +95,7 @@ def test_pack_since_a_file_packs_what_was_used_after_it_changed(cache_dir, tools
     assert (code, text) == (1, "")
     assert err == (f"python -m tack.cache: error: {stamp}-none: No such file or "
                    f"directory\n")
+    for path in tools.entries(cache_dir):
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+    code, text, err = cli(tools, cache_dir, "pack", "--since", os.fspath(stamp))
+    assert (code, text) == (2, "") and "the bundle was not written" in err

@@ -136,7 +136,17 @@ BREAKAGES = {
     "a span index that is text": lambda d: dict(d, ir=d["ir"][:1] + ["0"] + d["ir"][2:]),
     "an unknown tag": lambda d: dict(d, ir=d["ir"][:2] + [{"x": 1}] + d["ir"][3:]),
     "an empty list": lambda d: dict(d, ir=d["ir"][:2] + [[]] + d["ir"][3:]),
+    "a negative name index": lambda d: dict(d, spans=[[-1] + s[1:] for s in d["spans"]]),
+    "an unknown scalar type": lambda d: dict(d, ir=["Const", 0, 1, {"y": "f99"}]),
+    "nesting deeper than Python recurses": lambda d: dict(d, ir=_nested(100_000)),
 }
+
+
+def _nested(depth):
+    value = {"t": []}
+    for _ in range(depth):
+        value = {"t": [value]}
+    return value
 
 
 @pytest.mark.parametrize("name", list(BREAKAGES))

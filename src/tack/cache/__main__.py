@@ -27,10 +27,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         _run(args)
-    except ValueError as exc:   # a bad --max-size or TACK_CACHE* value
-        parser.error(str(exc))
+    except ValueError as exc:   # a bad --max-size or TACK_CACHE* value, pack --since
+        parser.error(str(exc))   # with no entry used since
     except OSError as exc:      # pack could not write the bundle, or read --since
-        where = f"{exc.filename}: " if exc.filename else ""
+        where = f"{exc.filename!s}: " if exc.filename is not None else ""
         print(f"{parser.prog}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0

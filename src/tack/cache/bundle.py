@@ -47,8 +47,13 @@ def pack(directory=None, *, since=None) -> tuple:
 
     ``since``: a POSIX time (``time.time()``); only entries used at or after it
     go in (their modification time, which a write or a hit outside read mode
-    sets). ``OSError`` if the bundle could not be written: unlike an entry's,
-    this write is what the caller asked for."""
+    sets), give or take ``CLOCK_MARGIN`` seconds: file times come from a
+    coarser clock than ``time.time()`` (here up to 7 ms behind it), or from
+    a file server's. A ``since`` that no entry was used after is a
+    ``ValueError`` (and no bundle is written: a warm-up that used none, run
+    in read mode or against another directory, must not replace a good
+    bundle with an empty one). ``OSError`` if the bundle could not be
+    written: unlike an entry's, this write is what the caller asked for."""
     if since is not None and (isinstance(since, bool) or
                               not isinstance(since, (int, float))):
         raise TypeError(f"pack() takes a POSIX time (a number) for since, not "
@@ -71,15 +76,22 @@ def pack(directory=None, *, since=None) -> tuple:
         index.append([key, kind, offset, len(data), hashlib.sha256(data).hexdigest()])
         blobs.append(data)
         offset += len(data)
+    if since is not None and not index:
+        raise ValueError(f"pack(): no entry of {version_dir} was used since {since} "
+                         f"(a warm-up in read mode, or with another TACK_CACHE_DIR?); "
+                         f"the bundle was not written")
     header = json.dumps(dict(versions(), index=index), sort_keys=True).encode()
     path = bundle_path(root)
     store.publish(path, MAGIC + _SIZE.pack(len(header)) + header + b"".join(blobs))
     return path, len(index)
 
 
+CLOCK_MARGIN = 1.0   # seconds: see pack()
+
+
 def _used_since(path: str, since: float) -> bool:
     try:
-        return os.stat(path).st_mtime >= since
+        return os.stat(path).st_mtime >= since - CLOCK_MARGIN
     except OSError:
         return False    # gone (pruned meanwhile): not packed
 

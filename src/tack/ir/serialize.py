@@ -12,7 +12,9 @@ indices into ``names``, and the tree, where
 * ``None``, booleans, numbers and strings are themselves.
 
 Decoding only ever constructs registered node classes, so a cache file cannot
-name arbitrary Python, and malformed data raises ``ValueError``. (Nodes were
+name arbitrary Python, and malformed data raises ``ValueError``. The types of
+field values are not checked (nor were they before): cache entries carry a
+SHA-256 of their bytes. (Nodes were
 dictionaries of field names, each with its span written out: decoding a
 large kernel's template took most of a disk-cache hit.)
 """
@@ -96,11 +98,19 @@ def decode(data):
     for s in data["spans"]:
         try:
             file, line, col, first_line, indent, function = s
+            if not (type(file) is int and type(function) is int and
+                    0 <= file < len(names) and 0 <= function < len(names)):
+                raise ValueError
             spans.append(_span(names[file], line, col, first_line, indent,
                                names[function]))
-        except (TypeError, ValueError, IndexError):   # not six fields, bad indices
+        except (TypeError, ValueError):   # not six fields, names it does not have
             raise ValueError(f"malformed IR data: span {s!r}") from None
-    return _Decoder(spans).value(data["ir"])
+    try:
+        return _Decoder(spans).value(data["ir"])
+    except KeyError as exc:              # a scalar type Tack does not have
+        raise ValueError(f"malformed IR data: type {exc}") from None
+    except RecursionError:
+        raise ValueError("malformed IR data: nested too deeply") from None
 
 
 def _span(*fields) -> Span:
