@@ -16,6 +16,7 @@ from ..ir.verify import verify
 from .debug import debug_enabled, hidden_arrays
 from .device import get_default_device
 from .creation import empty
+from .depth import deep_recursion
 from .dispatch import (DISJOINT, STREAMING, Variant, call_specs, check_writable,
                        epilogue_specs, placement, variant_mode)
 from .expanding import expand_call
@@ -47,6 +48,11 @@ def inspect(kernel, *args, mode: str = "source") -> str:
     if mode not in MODES:
         raise ValueError(f"Unknown inspect mode: {mode!r}. Use 'ir', 'source', "
                          f"'optimized', or 'cost'.")
+    with deep_recursion():     # it lowers and compiles, as a call does
+        return _inspect(kernel, args, mode)
+
+
+def _inspect(kernel, args, mode: str) -> str:
     debug = debug_enabled()
     args, expanded = expand_call(kernel, args)
     prepared = kernel.prepare(args, debug, expanded)

@@ -25,6 +25,7 @@ from . import debug as _debug
 from . import values
 from . import record as _record
 from .device import get_default_device, warm
+from .depth import NESTED_TOO_DEEPLY, deep_recursion
 from .dispatch import (DISJOINT, STREAMING, Bound, ResultReader, Variant, call_specs,
                        check_writable, element_spec, placement, signature_function,
                        variant_mode)
@@ -194,7 +195,8 @@ class Kernel:
                 template = self._templates.get(key)
                 if template is None:
                     template = Template(key, debug, elements, expanded)
-                    self._lower(template)
+                    with deep_recursion():
+                        self._lower(template)
                     self._templates[key] = template
         return template
 
@@ -245,8 +247,9 @@ class Kernel:
         with self._lock:
             found = self._variants.get(key)
             if found is None:
-                found = self._build_variant(backend, template, function, specs,
-                                            mode, key, runtime)
+                with deep_recursion():
+                    found = self._build_variant(backend, template, function, specs,
+                                                mode, key, runtime)
                 self._variants[key] = found
                 self._note_extents(template, key)
         return found
@@ -444,7 +447,7 @@ class Kernel:
         return new
 
     def _failed(self, exc: RuntimeError, args) -> RuntimeError:
-        message = str(exc)
+        message = NESTED_TOO_DEEPLY if isinstance(exc, RecursionError) else str(exc)
         for prefix in (f"Kernel '{self.name}': ", f"Kernel '{self.name}' "):
             if message.startswith(prefix):
                 message = message[len(prefix):]
