@@ -14,9 +14,9 @@ indices into ``names``, and the tree, where
 Decoding only ever constructs registered node classes, so a cache file cannot
 name arbitrary Python, and malformed data raises ``ValueError``. The types of
 field values are not checked (nor were they before): cache entries carry a
-SHA-256 of their bytes. (Nodes were
-dictionaries of field names, each with its span written out: decoding a
-large kernel's template took most of a disk-cache hit.)
+SHA-256 of their bytes. (Nodes used to be dictionaries of field names, each
+with its span written out: decoding a large kernel's template took most of a
+disk-cache hit.)
 """
 
 from __future__ import annotations
