@@ -52,16 +52,44 @@ def walk(root: Node) -> Iterator[Node]:
         stack.extend(kids)
 
 
-def walk_with_path(root: Node, path: str = "function") -> Iterator[tuple[Node, str]]:
-    """Like :func:`walk`, with each node's structural path for diagnostics."""
-    yield root, path
-    for name in root._operands:
-        value = getattr(root, name)
-        if isinstance(value, tuple):
-            for i, item in enumerate(value):
-                yield from walk_with_path(_check(item, root), f"{path}.{name}[{i}]")
-        elif value is not None:
-            yield from walk_with_path(_check(value, root), f"{path}.{name}")
+def walk_with_path(root: Node, path: str = "function") -> Iterator[tuple[Node, "Path"]]:
+    """Like :func:`walk`, with each node's structural path for diagnostics (a
+    ``Path``, spelled by ``str()``: only a failure reads it). Iterative, and
+    the paths are spelled lazily: nested generators and path strings made each
+    node cost as much as its depth, and verifying a sum of 800 terms took 12 s."""
+    stack = [(root, path)]
+    pop = stack.pop
+    while stack:
+        current, where = pop()
+        yield current, where
+        kids = []
+        for name in current._operands:
+            value = getattr(current, name)
+            if isinstance(value, tuple):
+                kids.extend((_check(item, current), Path(where, name, i))
+                            for i, item in enumerate(value))
+            elif value is not None:
+                kids.append((_check(value, current), Path(where, name)))
+        kids.reverse()
+        stack.extend(kids)
+
+
+class Path:
+    """Where a node sits below the root: ``function.body[2].value.lhs``."""
+
+    __slots__ = ("parent", "field", "index")
+
+    def __init__(self, parent, field: str, index: int = None):
+        self.parent, self.field, self.index = parent, field, index
+
+    def __str__(self) -> str:
+        steps, at = [], self
+        while isinstance(at, Path):
+            steps.append(f".{at.field}" if at.index is None else f".{at.field}[{at.index}]")
+            at = at.parent
+        return str(at) + "".join(reversed(steps))
+
+    __repr__ = __str__
 
 
 def rewrite(root: Node, fn: Callable[[Node], Node]) -> Node:

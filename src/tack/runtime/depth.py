@@ -5,7 +5,7 @@ an expression's nesting, and ``a + b + c + ...`` nests one level per term:
 with Python's default limit of 1,000 frames, a sum of about 190 terms failed
 (``RecursionError``). While any thread compiles, the limit is at least
 ``LIMIT``, enough for every expression Python itself compiles (a sum of
-2,000 terms compiled, in a thread too, in 14 s; Python refuses to compile a
+1,800 terms compiled, in a thread too, in 8 s; Python refuses to compile a
 module with 3,000); the limit the process had comes back when the last
 compile ends (unless someone changed it meanwhile).
 """
