@@ -19,6 +19,7 @@ import ctypes
 import platform
 import re
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -640,3 +641,16 @@ def test_arch_choice():
     with pytest.raises(RuntimeError, match=re.escape("cannot compile for compute "
                                                      "capability 7.0")):
         choose_arch(70, [80, 90])
+
+
+def test_a_float_past_f32s_range_arrives_as_inf_without_a_warning(fake, fake_device):
+    """As on the CPU and OpenCL: NumPy's cast warning (an error under -W error)
+    stays inside the pack writer."""
+    with fake_device:
+        x, y = tack.zeros(300), tack.zeros(300)
+        fake.arity = 4
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for value, want in ((1e300, np.inf), (-1e39, -np.inf), (2.5, 2.5)):
+                saxpy(x, y, value)
+                assert np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0] == want

@@ -121,12 +121,19 @@ def make_launch(backend, program, head=None):
     return launch
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 class PackWriter:
     """Copies a launch's scalars into the variant's pack allocation, on the
     stream; ``last`` is what it holds. The scalars are written with one
     assignment to a NumPy record whose fields sit at their slots' byte offsets
     (NumPy's casts, as before: a float beyond f32 becomes inf, an integer its
-    type cannot hold raises OverflowError). From pageable memory the copy has
+    type cannot hold raises OverflowError). NumPy warns of the first
+    (``RuntimeWarning``, an exception under ``-W error``) where the CPU and
+    OpenCL backends pass inf silently, so a value past f32's range is written
+    with that warning off: looked for first, as ``np.errstate`` costs three
+    times the write. From pageable memory the copy has
     taken the bytes when ``cuMemcpyHtoDAsync`` returns; each write makes a new
     record anyway, and the last is kept."""
 
@@ -139,10 +146,16 @@ class PackWriter:
             "offsets": [offsets[b] + slot * buffers[b].numpy.itemsize
                         for _, b, slot in program.pack.slots],
             "itemsize": program.pack_bytes})
+        self.narrow = tuple(k for k, (_, b, _) in enumerate(program.pack.slots)
+                            if buffers[b].numpy == np.float32)   # slots of f32
         self.last, self.host = None, None
 
     def write(self, scalars) -> None:
         host = np.zeros(1, self.record)
-        host[0] = scalars
+        if self.narrow and any(abs(scalars[k]) > _F32_MAX for k in self.narrow):
+            with np.errstate(over="ignore"):
+                host[0] = scalars
+        else:
+            host[0] = scalars
         self.backend.copy_from_host_async(self.program.pack_memory.address, host)
         self.last, self.host = scalars, host
