@@ -1,6 +1,7 @@
 """The native ("JIT'd") thread pool: workers that run kernel chunks with no Python.
 
-The pool is a little LLVM IR, compiled once per process. Worker threads are
+The pool is a little LLVM IR, compiled once per process (without
+optimization: see ``_functions``). Worker threads are
 started with ``pthread_create`` on the compiled ``tack_pool_worker``; a launch
 is one ctypes call to ``tack_pool_run`` with three arguments (the launcher's
 job: the pool, the kernel's entry and the number of parts, fixed when the
@@ -313,7 +314,10 @@ def _functions():
                 text = text.replace("PAUSE", pause).replace("YIELD_MASK", str(YIELD_EVERY - 1))
                 if machine == "x86_64":
                     text += "\ndeclare void @llvm.x86.sse2.pause()\n"
-                obj = jit.compile_object(text)
+                # Unoptimized, as glue is: LLVM's O3 took 35-70 ms of every
+                # process's start-up here (a warm process compiles nothing else),
+                # and an empty fan-out measured the same either way.
+                obj = jit.compile_glue(text)
                 run = jit.load(obj, "tack_pool_run")
                 worker = jit.engine().address("tack_pool_worker")
                 stop = jit.engine().address("tack_pool_stop")
