@@ -51,6 +51,19 @@ BUILD = os.environ.get("EMULATED_CUDA_DIR") or tempfile.mkdtemp(prefix="tack-emu
 CXX = os.environ.get("EMULATED_CUDA_CXX", "clang++-14")
 FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-ffp-contract=off",
          "-fno-strict-aliasing", "-w"] + os.environ.get("EMULATED_CUDA_FLAGS", "").split()
+
+
+def _sanitizer_runtime(flags) -> list:
+    """A sanitized shared object needs the sanitizer's runtime, which a plain
+    ``python3`` does not load: link it, and find it where clang keeps it."""
+    if not any(f.startswith("-fsanitize") for f in flags):
+        return []
+    where = subprocess.run([CXX, "-print-runtime-dir"], capture_output=True,
+                           text=True).stdout.strip()
+    return ["-shared-libsan", f"-Wl,-rpath,{where}"]
+
+
+FLAGS += _sanitizer_runtime(FLAGS)
 RED_ZONE = 64          # bytes of 0xA5 before and after every allocation
 _ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(')
 _HIP_INCLUDE = "#include <hip/hip_runtime.h>\n"
