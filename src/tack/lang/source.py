@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 
 from ..ir.node import Span
+from .names import scan
 
 # Decorating kernels from several threads at once: one parse at a time (two
 # at once raised SystemError on CPython 3.11.7).
@@ -50,7 +51,6 @@ class Source:
     def names(self):
         """What the function's names are (``names.Scanned``), worked out once:
         the tree never changes once parsed (rewrites make new ``Source``s)."""
-        from .names import scan
         return scan(self.tree)
 
     @functools.cached_property
