@@ -6,7 +6,10 @@
 // reductions (runtime/stream/reduce.py) use, with CUDA's documented semantics:
 //
 // * __global__/__device__ are empty; __shared__ is `static` (one block runs at
-//   a time, launches of one shared object are serialized by a mutex);
+//   a time, launches of one shared object are serialized by a mutex), placed in
+//   a section of its own that is filled with 0xff bytes before each block (NaN,
+//   -1: CUDA leaves shared memory undefined, so a read before the block wrote
+//   it shows);
 //   __restrict__ is clang's own (so clang may exploit it as nvcc would).
 // * threadIdx/blockIdx/blockDim/gridDim are globals (x only: Tack launches 1-D).
 // * A kernel without __syncthreads or warp shuffles runs its threads one after
@@ -38,7 +41,7 @@
 #define __host__
 #define __noinline__ __attribute__((noinline))
 #define __forceinline__ inline __attribute__((always_inline))
-#define __shared__ static
+#define __shared__ static __attribute__((section("tack_emu_shared"), used))
 #define __constant__ static
 
 #ifndef TACK_EMU_WARP
@@ -198,6 +201,15 @@ static void (*body)(void*);
 static void* body_arg;
 static std::mutex launch_lock;
 
+// the linker's bounds of the __shared__ variables' section (null without any)
+extern "C" char __start_tack_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_tack_emu_shared[] __attribute__((weak, visibility("hidden")));
+
+static void poison_shared() {
+  if (__start_tack_emu_shared)
+    std::memset(__start_tack_emu_shared, 0xff, __stop_tack_emu_shared - __start_tack_emu_shared);
+}
+
 static inline void yield() { swapcontext(&fibers[current].ctx, &scheduler); }
 
 static inline void wait(Barrier& b) {
@@ -289,6 +301,7 @@ static int launch(void (*f)(A...), unsigned gx, unsigned bx, void** params) {
   for (unsigned k = 0; k < gx; k++) {
     unsigned b = TACK_EMU_REVERSE ? gx - 1 - k : k;
     blockIdx.x = b;
+    poison_shared();
     if (TACK_EMU_FIBERS) {
       body = &Launch<A...>::run;
       body_arg = &l;

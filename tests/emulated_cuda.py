@@ -8,7 +8,8 @@ each launch. NVRTC is replaced by clang++: the emitted CUDA C is compiled
 with ``emulated_cuda.h`` (CUDA's spellings and documented semantics on the
 CPU) into a shared object, and ``cuLaunchKernel`` calls its
 ``tack_emu_launch_<entry>(blocks, threads, params)``, which runs every block
-and thread (as fibers where the kernel has barriers or warp shuffles).
+and thread (as fibers where the kernel has barriers or warp shuffles), with
+``__shared__`` memory filled with 0xff bytes before each block.
 
 It shows what the offline compile checks cannot: that the CUDA (and HIP) C
 Tack emits computes what the CPU backend computes. It cannot show real

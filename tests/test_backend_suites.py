@@ -89,3 +89,35 @@ def test_kernel_suites_on_emulated_cuda(dialect, suites, tmp_path):
     assert done.returncode == 0, (f"kernel suites failed on emulated {dialect}:\n{tail}\n"
                                   f"{done.stderr[-2000:]}")
     assert " 0 problems" in done.stdout, tail
+
+
+SHARED_BEFORE_WRITE = r'''
+extern "C" __global__ void first_reads(int* out) {
+  __shared__ int seen[2];
+  out[blockIdx.x] = seen[1];      // undefined on a GPU: the emulator's poison
+  seen[1] = 7;
+}
+'''
+
+
+def test_emulator_poisons_shared_memory_before_each_block(tmp_path, monkeypatch):
+    """A kernel that reads ``__shared__`` memory its block has not written reads
+    0xff bytes, not zeros or the previous block's values, so that such a read
+    in emitted code fails the suites above."""
+    missing = _emulator_missing()
+    if missing:
+        if os.environ.get("TACK_REQUIRE_COMPILERS", "").strip() not in ("", "0"):
+            pytest.fail(missing + "; TACK_REQUIRE_COMPILERS is set")
+        pytest.skip(missing)
+    import ctypes
+
+    import numpy as np
+
+    import emulated_cuda
+    monkeypatch.setattr(emulated_cuda, "BUILD", str(tmp_path))
+    library = ctypes.CDLL(emulated_cuda.build(SHARED_BEFORE_WRITE))
+    out = np.zeros(3, np.int32)
+    pointer = ctypes.c_void_p(out.ctypes.data)
+    params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(pointer), ctypes.c_void_p))
+    assert library.tack_emu_launch_first_reads(3, 1, params) == 0
+    assert out.tolist() == [-1, -1, -1]
