@@ -48,10 +48,15 @@ def test_layout():
     assert blocks.device(1) == tack.device("cpu")
     assert repr(blocks) == "tack.Blocks(local=0..2, count=3, rank=0 of 1)"
     with pytest.raises(ValueError, match=re.escape(
-            "block 3 is out of range: the world has 3 blocks (ids 0 to 2)")):
+            "Blocks.device(): block 3 is out of range: the world has 3 blocks "
+            "(ids 0 to 2)")):
         blocks.device(3)
-    with pytest.raises(ValueError, match=re.escape("block -1 is out of range")):
+    with pytest.raises(ValueError, match=re.escape(
+            "Blocks.rank_of(): block -1 is out of range")):
         blocks.rank_of(-1)
+    with pytest.raises(ValueError, match=re.escape(
+            "Blocks.rank_of(): block 3 is out of range")):
+        blocks.rank_of(3)
     assert blocks.rank_of(np.int64(2)) == 0 and blocks.device(np.int32(0)) == blocks.device(0)
 
 

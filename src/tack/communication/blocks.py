@@ -13,7 +13,7 @@ import bisect
 from ..runtime.device import device as _device
 from ..runtime.dlpack import export_refusal
 from . import collectives, exchange, redistribute, sort, transport
-from .errors import fault, integer_gid, integer_rank
+from .errors import fault, integer_rank, require_gid
 from .world import World
 
 
@@ -52,11 +52,8 @@ class Blocks:
     # -- layout ---------------------------------------------------------------------
     def rank_of(self, gid: int) -> int:
         """The rank that holds block ``gid``."""
-        if type(gid) is not int:
-            gid = integer_gid("Blocks.rank_of()", gid)
-        if not 0 <= gid < self.count:
-            raise ValueError(f"block {gid} is out of range: the world has "
-                             f"{self.count} blocks (ids 0 to {self.count - 1})")
+        if type(gid) is not int or not 0 <= gid < self.count:
+            gid = require_gid(self, "Blocks.rank_of()", gid, local=False)
         return bisect.bisect_right(self._offsets, gid) - 1
 
     def first_of(self, rank: int) -> int:
@@ -72,13 +69,13 @@ class Blocks:
 
     def device(self, gid: int):
         """The device of this rank's block ``gid``."""
-        if type(gid) is not int:
-            gid = integer_gid("Blocks.device()", gid)
-        if gid not in self.local:
-            self.rank_of(gid)  # out of range: ValueError
-            raise ValueError(f"block {gid} belongs to rank {self.rank_of(gid)}, not to "
-                             f"this rank ({self.world.rank}); only the devices of this "
-                             f"rank's blocks are known here")
+        if type(gid) is not int or gid not in self.local:
+            gid = require_gid(self, "Blocks.device()", gid, local=False)
+            if gid not in self.local:
+                raise ValueError(f"Blocks.device(): block {gid} belongs to rank "
+                                 f"{self.rank_of(gid)}, not to this rank "
+                                 f"({self.world.rank}); only the devices of this rank's "
+                                 f"blocks are known here")
         return self._devices[gid - self.local.start]
 
     # -- collectives ----------------------------------------------------------------
