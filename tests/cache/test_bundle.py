@@ -318,7 +318,14 @@ def test_pack_since_a_time_no_entry_was_used_after_keeps_the_bundle(cache_dir, k
         assert f.read() == packed
 
 
-@pytest.mark.parametrize("since", ["yesterday", True, [1.0]])
+@pytest.mark.parametrize("since", [np.int64(0), np.float32(1.0), 0])
+def test_pack_since_takes_numpy_numbers(cache_dir, kernels, seed, since):
+    a = tack.array(np.random.default_rng(seed).uniform(-1, 1, 5))
+    kernels.fresh(kernels.affine)(a, tack.zeros(5, dtype=tack.f64))
+    assert tack.cache.pack(since=since)[1] == 2       # every entry is newer
+
+
+@pytest.mark.parametrize("since", ["yesterday", True, np.bool_(True), [1.0]])
 def test_pack_refuses_a_since_that_is_not_a_time(cache_dir, since):
     with pytest.raises(TypeError, match="pack\\(\\) takes a POSIX time"):
         tack.cache.pack(since=since)

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import struct
+import sys
 import threading
 import warnings
 
@@ -165,11 +166,36 @@ def test_an_intact_entry_whose_payload_does_not_decode_is_a_miss(
     messages = call_fresh(kernels, 1 + seed % 40, seed)
     start = {"ir": "Tack's kernel cache ignored an unreadable IR entry (",
              "variant": "Tack's kernel cache could not load a compiled variant ("}[kind]
-    assert len(messages) == 1 and messages[0].startswith(start), messages
-    assert messages[0].endswith(" compiled again"), messages
-    # The lookup itself hit; the rebuilt entry replaces the bad one.
-    assert tack.cache.stats() == {"hits": 2, "misses": 0, "writes": 1}, seed
+    assert len(messages) == 1 and messages[0].startswith(start + paths[kind] + ": "), \
+        messages
+    assert messages[0].endswith("; the kernel is compiled again"), messages
+    # a miss, like a damaged entry; the rebuilt entry replaces the bad one
+    assert tack.cache.stats() == {"hits": 1, "misses": 1, "writes": 1}, seed
     check_rebuilt(kernels, paths[kind], seed, tools)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks ELF objects")
+@pytest.mark.parametrize("cut", ["nothing", "its first half", "all but 8 bytes"])
+def test_a_variant_whose_object_code_is_cut_is_a_miss(cut, pristine, cache_dir, kernels,
+                                                      seed, tools):
+    """Intact metadata and checksum, the object code cut short: loading it would
+    have MCJIT read past its end (a crash); it is checked first."""
+    paths = install(pristine, cache_dir)
+    with open(paths["variant"], "rb") as f:
+        header, payload = tools.read_entry(f.read())
+    (size,) = struct.unpack_from("<I", payload, 0)
+    blob = payload[4 + size:]
+    keep = {"nothing": 0, "its first half": len(blob) // 2, "all but 8 bytes": len(blob) - 8}
+    with open(paths["variant"], "wb") as f:
+        f.write(tools.make_entry(header, payload[:4 + size] + blob[:keep[cut]]))
+    messages = call_fresh(kernels, 1 + seed % 40, seed)
+    assert len(messages) == 1, messages
+    assert re.fullmatch(r"Tack's kernel cache could not load a compiled variant \(" +
+                        re.escape(paths["variant"]) + r": the object code is (not a whole "
+                        r"ELF64 object|truncated \(.*\))\); the kernel is compiled again",
+                        messages[0]), messages
+    assert tack.cache.stats() == {"hits": 1, "misses": 1, "writes": 1}, seed
+    check_rebuilt(kernels, paths["variant"], seed, tools)
 
 
 def test_a_fifo_where_an_entry_should_be_is_a_miss(pristine, cache_dir, kernels, seed,

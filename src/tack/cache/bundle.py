@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
 import struct
 
@@ -54,10 +55,11 @@ def pack(directory=None, *, since=None) -> tuple:
     in read mode or against another directory, must not replace a good
     bundle with an empty one). ``OSError`` if the bundle could not be
     written: unlike an entry's, this write is what the caller asked for."""
-    if since is not None and (isinstance(since, bool) or
-                              not isinstance(since, (int, float))):
-        raise TypeError(f"pack() takes a POSIX time (a number) for since, not "
-                        f"{type(since).__name__}")
+    if since is not None:
+        if isinstance(since, bool) or not isinstance(since, numbers.Real):
+            raise TypeError(f"pack() takes a POSIX time (a number) for since, not "
+                            f"{type(since).__name__}")
+        since = float(since)        # a NumPy number too
     root = os.fsdecode(os.fspath(directory or S.current().directory))
     version_dir = os.path.join(root, versions()["tack"])
     index, blobs, offset = [], [], 0

@@ -97,8 +97,12 @@ class KernelCache:
         return os.path.join(self.version_directory(settings.directory), f"{key}.{kind}")
 
     # -- lookups ------------------------------------------------------------------
-    def lookup(self, kind: str, key: str):
-        """The payload stored for (kind, key), or None (a miss)."""
+    def lookup(self, kind: str, key: str, decode=None, failure: str = ""):
+        """The payload stored for (kind, key), or None (a miss).
+
+        ``decode``: a function of the payload whose result is returned instead;
+        where it raises, the entry is a miss too, warned of as ``failure`` (what
+        could not be done) with the entry's place and the error."""
         settings = self.settings()
         if settings.mode == "off":
             return None
@@ -121,10 +125,19 @@ class KernelCache:
                        f"({source}); the kernel is compiled again")
             self._count("misses")
             return None
+        payload = decoded[1]
+        if decode is not None:
+            try:
+                payload = decode(payload)
+            except Exception as exc:    # an entry that does not decode is a miss
+                store.warn(f"Tack's kernel cache {failure} ({source}: {exc}); the "
+                           f"kernel is compiled again")
+                self._count("misses")
+                return None
         if path is not None and settings.mode != "read":
             store.touch(path)   # the LRU stamp; read mode changes nothing
         self._count("hits")
-        return decoded[1]
+        return payload
 
     def store(self, kind: str, key: str, payload: bytes) -> None:
         settings = self.settings()

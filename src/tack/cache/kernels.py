@@ -18,7 +18,6 @@ import json
 
 from ..ir import serialize
 from ..types import CompositeType, composite, scalar_type
-from . import store
 from .core import cache, pack_payload, unpack_payload, versions
 
 
@@ -50,16 +49,8 @@ def variant_key(template_key: str, key_parts, target) -> str:
 # -- templates ------------------------------------------------------------------
 
 def load_template(key: str):
-    payload = cache().lookup("ir", key)
-    if payload is None:
-        return None
-    try:
-        meta, _ = unpack_payload(payload)
-        return _decode_lowered(meta)
-    except Exception as exc:  # an entry that does not decode is a miss
-        store.warn(f"Tack's kernel cache ignored an unreadable IR entry ({exc}); "
-                   f"the kernel is compiled again")
-        return None
+    return cache().lookup("ir", key, lambda payload: _decode_lowered(
+        unpack_payload(payload)[0]), "ignored an unreadable IR entry")
 
 
 def store_template(key: str, lowered) -> None:
@@ -110,18 +101,13 @@ def _type_from_record(record):
 def load_variant(key: str, backend):
     """The ``Variant`` from the cache, or None."""
     from ..runtime.dispatch import Variant
-    payload = cache().lookup("variant", key)
-    if payload is None:
-        return None
-    try:
+
+    def decode(payload):
         meta, blob = unpack_payload(payload)
         written, atomics = _names(meta["written"]), _names(meta["atomics"])
-        program = backend.load_artifact(meta["backend"], blob)
-    except Exception as exc:  # an entry that does not load is a miss
-        store.warn(f"Tack's kernel cache could not load a compiled variant ({exc}); "
-                   f"it is compiled again")
-        return None
-    return Variant(None, program, written, atomics)
+        return Variant(None, backend.load_artifact(meta["backend"], blob), written,
+                       atomics)
+    return cache().lookup("variant", key, decode, "could not load a compiled variant")
 
 
 def store_variant(key: str, variant, backend) -> None:

@@ -13,6 +13,8 @@ and code generation on the shared target machines run one at a time
 
 from __future__ import annotations
 
+import struct
+import sys
 import threading
 
 import llvmlite.binding as llvm
@@ -123,6 +125,7 @@ class _Engine:
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
 
     def load(self, obj: bytes, symbol: str) -> int:
+        check_object(obj)
         with _lock:
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self.engine.finalize_object()
@@ -135,6 +138,29 @@ class _Engine:
         """The address of a symbol loaded earlier (0 if none)."""
         with _lock:
             return self.engine.get_function_address(symbol)
+
+
+def check_object(obj: bytes) -> None:
+    """Raise ``ValueError`` where an ELF64 object's section headers, or a section
+    they describe, lie past its end (a truncated object: MCJIT would read past
+    it and crash the process), or where Linux's object is no ELF64 one. Other
+    systems' formats pass unchecked."""
+    if obj[:5] != b"\x7fELF\x02" or len(obj) < 64:
+        if obj[:4] == b"\x7fELF" or sys.platform.startswith("linux"):
+            raise ValueError("the object code is not a whole ELF64 object")
+        return
+    order = "<" if obj[5] == 1 else ">"
+    table, = struct.unpack_from(order + "Q", obj, 0x28)
+    entry, count = struct.unpack_from(order + "HH", obj, 0x3A)
+    if entry < 64 or table + entry * count > len(obj):
+        raise ValueError(f"the object code is truncated ({len(obj)} bytes; its "
+                         f"section headers end at {table + entry * count})")
+    for k in range(count):
+        kind, = struct.unpack_from(order + "I", obj, table + k * entry + 4)
+        offset, size = struct.unpack_from(order + "QQ", obj, table + k * entry + 0x18)
+        if kind != 8 and offset + size > len(obj):      # 8: SHT_NOBITS (.bss)
+            raise ValueError(f"the object code is truncated ({len(obj)} bytes; "
+                             f"section {k} ends at {offset + size})")
 
 
 @_once
