@@ -98,6 +98,13 @@ def test_restart_on_fewer_ranks(comm, rng):
     done(comm, folder)
 
 
+class _NoName:
+    """An os.PathLike whose ``__fspath__`` gives no str or bytes."""
+
+    def __fspath__(self):
+        return 42
+
+
 def test_one_rank_mistake_raises_everywhere(comm, rng):
     folder = shared_dir(comm)
     path = os.path.join(folder, "bad.h5")
@@ -113,6 +120,13 @@ def test_one_rank_mistake_raises_everywhere(comm, rng):
     fewer, _ = blocks_for(comm, [2] + [1] * (comm.Get_size() - 1), world)
     raises(ValueError, f"the checkpoint holds {comm.Get_size()} blocks and the Blocks "
            f"{comm.Get_size() + 1}", tack.io.load, path, fewer)
+    # a path object that gives no file name, on the last rank only
+    odd = _NoName() if comm.Get_rank() == last else path
+    raises(TypeError, "takes a file path (str or os.PathLike), not _NoName", tack.io.save,
+           odd, blocks, {blocks.local.start: {"u": tack.zeros(3)}})
+    if last:     # rank 0 reads the file: its error is the one every rank raises
+        raises(TypeError, "takes a file path (str or os.PathLike), not _NoName",
+               tack.io.load, odd, blocks)
     world.free()
     done(comm, folder)
 

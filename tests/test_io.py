@@ -211,6 +211,14 @@ def test_a_bad_path_raises_and_keeps_nothing(tmp_path):
         tack.io.save(3, tack.Blocks([]), {})
     with pytest.raises(TypeError, match="takes a file path"):
         tack.io.load(None, tack.Blocks([]))
+
+    class NoName:                   # an os.PathLike that gives no file name
+        def __fspath__(self):
+            return 42
+    for call, args in [(tack.io.save, ({},)), (tack.io.load, ())]:
+        with pytest.raises(TypeError, match=r"takes a file path \(str or os.PathLike\), "
+                                            r"not NoName"):
+            call(NoName(), tack.Blocks([]), *args)
     with pytest.raises(FileNotFoundError):
         tack.io.save(tmp_path / "missing" / "x.h5", tack.Blocks([]), {})
     with pytest.raises(FileNotFoundError):
@@ -588,3 +596,14 @@ def test_a_long_file_name(tmp_path):
     tack.io.save(path, tack.Blocks([]), {}, {"step": 3})
     assert tack.io.load(path, tack.Blocks([]))[1] == {"step": 3}
     assert os.listdir(tmp_path) == [path.name]
+
+
+def test_a_save_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
+    path = tmp_path / "x.h5"
+    blocks = tack.Blocks(["cpu"])
+    tack.io.save(path, blocks, {0: {"u": tack.zeros(3)}})
+    os.chmod(path, 0o600)
+    tack.io.save(path, blocks, {0: {"u": tack.ones(3)}})
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    np.testing.assert_array_equal(tack.io.load(path, blocks)[0][0]["u"].numpy(), np.ones(3))
+    assert os.listdir(tmp_path) == ["x.h5"]

@@ -32,6 +32,7 @@ import hashlib
 import math
 import os
 import secrets
+import stat
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def save(path, blocks, values: dict, attrs: dict = None) -> None:
             error = _send_arrays(world, manifest, values)
         world.agree(SAVE, error)    # every rank's arrays reached the file: replace
         if world.rank == 0:
-            _, error = fault(os.replace, partial, target)
+            _, error = fault(_replace, partial, target)
         world.agree(SAVE, error)
     finally:
         if out:
@@ -168,8 +169,7 @@ def _h5py():
 
 def _the_path(path, call: str) -> tuple:
     """The agreement field of the path: every rank names the same file."""
-    value = _name(path) if isinstance(path, (str, os.PathLike)) else None
-    return (value, ValueError, f"{call}: the path")
+    return (_file_name(path), ValueError, f"{call}: the path")
 
 
 def _name(path) -> str:
@@ -177,8 +177,19 @@ def _name(path) -> str:
     return os.fsdecode(os.fspath(path))
 
 
-def _check_path(path, call: str) -> None:
+def _file_name(path):
+    """``_name(path)``, or None where ``path`` gives no file name (the check of
+    every rank's path raises then; this must not, being an agreement's field)."""
     if not isinstance(path, (str, os.PathLike)):
+        return None
+    try:
+        return _name(path)
+    except TypeError:           # an os.PathLike whose __fspath__ gives no str or bytes
+        return None
+
+
+def _check_path(path, call: str) -> None:
+    if _file_name(path) is None:
         raise TypeError(f"{call} takes a file path (str or os.PathLike), not "
                         f"{type(path).__name__}")
     if "\0" in _name(path):     # HDF5 would cut the name there
@@ -194,6 +205,23 @@ def _partial(path) -> tuple:
     head, name = os.path.split(target)
     return target, os.path.join(head, f"{name[:48]}.{os.getpid()}-{secrets.token_hex(4)}"
                                       f".partial")
+
+
+def _replace(partial: str, target: str) -> None:
+    """Rank 0: put the complete ``partial`` file in ``target``'s place, on disk
+    before the rename (so that a crash of the node cannot leave a checkpoint
+    the rename made visible with its data unwritten), with the permissions of
+    the file it replaces."""
+    descriptor = os.open(partial, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    try:
+        os.chmod(partial, stat.S_IMODE(os.stat(target).st_mode))
+    except FileNotFoundError:   # the first save of this path
+        pass
+    os.replace(partial, target)
 
 
 def _check_save(path, blocks, values, attrs) -> tuple:
