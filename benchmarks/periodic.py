@@ -8,6 +8,8 @@ measures, on one array of f64, the median time per call of:
 * Tack with the length read at run time (the variant a kernel gets once its
   lengths keep changing, see ``benchmarks/changing_lengths.py``);
 * Tack with ``n`` passed as an argument (``range(n)``, ``% n``);
+* Tack with ``n`` an argument and the loop over ``range(len(a))``: a divisor
+  that is not the loop's extent, versioned on a test of the two;
 * Numba (``parallel=True``, ``prange``, ``n = len(a)``).
 
 Every result is checked against NumPy's ``roll``; calls alternate in turns.
@@ -36,7 +38,12 @@ def tack_kernels():
     def by_argument(a, out, n):
         for i in range(n):
             out[i] = a[(i + 1) % n] - a[(i - 1) % n]
-    return make(), make(), by_argument
+
+    @tack.kernel
+    def over_length(a, out, n):
+        for i in range(len(a)):
+            out[i] = a[(i + 1) % n] - a[(i - 1) % n]
+    return make(), make(), by_argument, over_length
 
 
 def numba_kernel():
@@ -57,14 +64,15 @@ def main(argv=None) -> int:
     n = 1 << (20 if args.quick else 22)
     x = np.random.default_rng(0).standard_normal(n)
     want = np.roll(x, -1) - np.roll(x, 1)
-    baked, run_time, by_argument = tack_kernels()
+    baked, run_time, by_argument, over_length = tack_kernels()
     for m in (3, 5, 7, 9, 11):              # five lengths: read at run time from now on
         run_time(tack.zeros(m, tack.f64), tack.zeros(m, tack.f64))
-    a, outs = tack.array(x), [tack.zeros(n, tack.f64) for _ in range(3)]
+    a, outs = tack.array(x), [tack.zeros(n, tack.f64) for _ in range(4)]
     contenders = {
         "tack, length baked": (lambda: baked(a, outs[0]), tack.sync),
         "tack, length at run time": (lambda: run_time(a, outs[1]), tack.sync),
         "tack, n an argument": (lambda: by_argument(a, outs[2], n), tack.sync),
+        "tack, n, loop over len(a)": (lambda: over_length(a, outs[3], n), tack.sync),
     }
     try:
         numba_difference = numba_kernel()

@@ -303,3 +303,99 @@ def test_an_i64_argument_near_the_top_gets_the_remainders_bits():
     m = 2**63 - 1
     near_the_top(out, 1, m, m)
     np.testing.assert_array_equal(out.numpy(), 0)
+
+
+# -- a divisor that is not the loop's extent: versioned ------------------------------
+
+OFFSETS = np.arange(-3, 4)
+
+
+@tack.kernel
+def by_another_argument(a, out, n):
+    for i in range(len(a)):
+        out[i, 0] = (i - 3) % n
+        out[i, 1] = (i - 2) % n
+        out[i, 2] = (i - 1) % n
+        out[i, 3] = i % n
+        out[i, 4] = (i + 1) % n
+        out[i, 5] = (i + 2) % n
+        out[i, 6] = (3 + i) % n
+
+
+def _python_mod(size: int, n: int) -> np.ndarray:
+    """``(i + k) % n`` as Python computes it (0 for a zero divisor, Tack's rule)."""
+    x = np.arange(size, dtype=object)[:, None] + OFFSETS
+    return np.array(x % n if n else x * 0, dtype=np.int64).reshape(size, len(OFFSETS))
+
+
+def test_a_divisor_other_than_the_extent_gives_pythons_remainder(rng):
+    # within one n of [0, n) for every i (the compare form) or not (the remainder),
+    # at lengths baked and then read at run time (past four)
+    for size in (0, 1, 2, 7, 100, 1001, 3, 64):
+        a = tack.zeros(size, tack.f32)
+        for n in sorted({1, 2, 3, size // 2, size // 2 + 1, size - 1, size, size + 1,
+                         size + 3, 2 * size, 2**40, 0, -1, -4, -size - 1}):
+            out = tack.full((size, len(OFFSETS)), -7, tack.i64)
+            by_another_argument(a, out, n)
+            np.testing.assert_array_equal(out.numpy(), _python_mod(size, n),
+                                          err_msg=f"size={size} n={n}")
+    for n in (np.int16(5), np.int64(12), np.uint8(200)):
+        out = tack.zeros((10, len(OFFSETS)), tack.i64)
+        by_another_argument(tack.zeros(10, tack.f32), out, n)
+        np.testing.assert_array_equal(out.numpy(), _python_mod(10, int(n)), err_msg=repr(n))
+    ir = tack.inspect(by_another_argument, tack.zeros(9, tack.f32),
+                      tack.zeros((9, 7), tack.i64), 9, mode="ir")
+    assert ir.count("> 0:i64") == 4 and ir.count("%") == 7, ir   # k >= 0 tested; i % n too
+
+
+@tack.kernel
+def literal_and_local_divisors(a, out, n):
+    m = n * 2 + 1
+    for i in range(len(a)):
+        out[i, 0] = (i + 1) % 10
+        out[i, 1] = (i - 2) % 7
+        out[i, 2] = (i + 1) % m
+        out[i, 3] = (i + 1) % 8           # a power of two: LLVM's mask, as it was
+
+
+def test_literal_and_local_divisors(rng):
+    for size in (0, 1, 5, 9, 10, 11, 19, 20, 40, 3):
+        out = tack.full((size, 4), -1, tack.i64)
+        literal_and_local_divisors(tack.zeros(size, tack.f64), out, size // 3)
+        i, m = np.arange(size), 2 * (size // 3) + 1
+        want = np.stack([(i + 1) % 10, (i - 2) % 7, (i + 1) % m, (i + 1) % 8], axis=1)
+        np.testing.assert_array_equal(out.numpy(), want.reshape(size, 4),
+                                      err_msg=f"size={size}")
+
+
+@tack.kernel
+def by_a_power_of_two(a, out):
+    for i in range(len(out)):
+        out[i] = a[(i + 1) % 16]
+
+
+@tack.kernel
+def by_a_changing_divisor(a, out, n):
+    for i in range(len(a)):
+        d = n + i
+        out[i] = (i + 1) % d
+
+
+def test_only_a_versioned_remainder_makes_the_body_read_the_extent(rng):
+    host = rng.values(tack.f64, 16)
+    for size in (1, 2, 3, 5, 7, 9):          # past four lengths: read at run time
+        out = tack.zeros(size, tack.f64)
+        by_a_power_of_two(tack.array(host), out)
+        np.testing.assert_array_equal(out.numpy(), host[(np.arange(size) + 1) % 16])
+        got = tack.zeros(size, tack.i64)
+        by_a_changing_divisor(tack.zeros(size, tack.f64), got, 4)
+        i = np.arange(size)
+        np.testing.assert_array_equal(got.numpy(), (i + 1) % (4 + i))
+        by_another_argument(tack.zeros(size, tack.f32), tack.zeros((size, 7), tack.i64), 4)
+    a, out = tack.zeros(9, tack.f64), tack.zeros(9, tack.f64)
+    assert "__tack_shape" not in tack.inspect(by_a_power_of_two, tack.array(host), out,
+                                              mode="ir")
+    ir = tack.inspect(by_a_changing_divisor, a, tack.zeros(9, tack.i64), 4, mode="ir")
+    assert "> 0:i64" not in ir, ir            # d changes in the loop: the remainder
+    ir = tack.inspect(by_another_argument, a, tack.zeros((9, 7), tack.i64), 4, mode="ir")
+    assert "__tack_shape0_a" in ir, ir        # its lengths changed: read at run time

@@ -25,12 +25,17 @@ from .common import kernel_error
 
 @per_function
 def shape_dependencies(fn: Function) -> dict:
-    """``{array: sorted dims}`` whose extents resolve bakes into a variant."""
+    """``{array: sorted dims}`` whose extents resolve bakes into a variant: those
+    the statements read, and those the wrap pass tests (``wrap.versioned_extents``)."""
+    from .wrap import versioned_extents     # (wrap imports extent_param from here)
     deps: dict = {}
     for stmt in fn.body:
         for node in _outside_extents(stmt):
             if isinstance(node, DimSize):
                 deps.setdefault(node.array, set()).add(node.dim)
+        if isinstance(stmt, ParallelFor):
+            for array, dim in versioned_extents(stmt):
+                deps.setdefault(array, set()).add(dim)
     return {name: tuple(sorted(dims)) for name, dims in deps.items()}
 
 
