@@ -399,3 +399,55 @@ def test_only_a_versioned_remainder_makes_the_body_read_the_extent(rng):
     assert "> 0:i64" not in ir, ir            # d changes in the loop: the remainder
     ir = tack.inspect(by_another_argument, a, tack.zeros((9, 7), tack.i64), 4, mode="ir")
     assert "__tack_shape0_a" in ir, ir        # its lengths changed: read at run time
+
+
+@tack.kernel
+def c_spelling_by_another(a, out, n):
+    for i in range(len(a)):
+        out[i] = (i + n - 1) % n          # C's spelling: not versioned
+
+
+@tack.kernel
+def local_power_of_two(a, out):
+    m = 16
+    for i in range(len(a)):
+        out[i] = (i + 1) % m
+
+
+@tack.kernel
+def divisor_set_in_the_loop(a, out, n):
+    for i in range(len(a)):
+        d = n + i
+        out[i] = (i + 1) % d
+
+
+@tack.kernel
+def versioned_plainly(a, out, n):
+    for i in range(len(a)):
+        out[i] = (i + 1) % n
+
+
+def test_a_remainder_that_is_not_versioned_does_not_key_variants_on_the_extent():
+    # six lengths, one variant: the extent stays out of the key where nothing reads it
+    for kernel, extra in [(c_spelling_by_another, (3,)), (local_power_of_two, ()),
+                          (divisor_set_in_the_loop, (3,))]:
+        for size in (3, 10, 4, 20, 7, 40):
+            out = tack.zeros(size, tack.i64)
+            kernel(tack.zeros(size, tack.f32), out, *extra)
+            i = np.arange(size)
+            want = {c_spelling_by_another: (i + 2) % 3, local_power_of_two: (i + 1) % 16,
+                    divisor_set_in_the_loop: (i + 1) % (3 + i)}[kernel]
+            np.testing.assert_array_equal(out.numpy(), want, err_msg=f"{kernel.name} {size}")
+        assert len(kernel._variants) == 1, kernel.name
+
+
+def test_debug_mode_reads_the_extent_at_run_time_and_keeps_the_remainder():
+    tack.set_debug(True)
+    try:
+        for size in (3, 10, 4, 20, 7, 40):
+            out = tack.zeros(size, tack.i64)
+            versioned_plainly(tack.zeros(size, tack.f32), out, 7)
+            np.testing.assert_array_equal(out.numpy(), (np.arange(size) + 1) % 7)
+        assert len(versioned_plainly._variants) == 1     # a new shape: no new variant
+    finally:
+        tack.set_debug(False)

@@ -34,7 +34,7 @@ def shape_dependencies(fn: Function) -> dict:
             if isinstance(node, DimSize):
                 deps.setdefault(node.array, set()).add(node.dim)
         if isinstance(stmt, ParallelFor):
-            for array, dim in versioned_extents(stmt):
+            for array, dim in versioned_extents(fn, stmt):
                 deps.setdefault(array, set()).add(dim)
     return {name: tuple(sorted(dims)) for name, dims in deps.items()}
 

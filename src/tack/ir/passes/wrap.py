@@ -45,8 +45,8 @@ multiplications for them ran 1.2-1.5x serial Numba's time for
 from __future__ import annotations
 
 from ... import types as T
-from ..expressions import (Add, And, Cast, Const, DimSize, Ge, Gt, Le, Lt, Mod, Name,
-                           Select, Sub)
+from ..expressions import (Add, And, BoundsCheck, Cast, Const, DimSize, Ge, Gt, Le, Lt,
+                           Mod, Name, Select, Sub)
 from ..statements import Assign, Function, SeqFor
 from ..traversal import rewrite_body, walk
 from .names import assigned
@@ -69,7 +69,7 @@ def wrap_modulo(fn: Function, shapes=None, baked_extents=frozenset()) -> Functio
             if t.is_int and (t.is_signed or t.bits < 64)}
     extents = {v: e for v, e in zip(loop.vars, loop.extents) if v not in counts}
     # what the body reads for the extents: the divisors a remainder may be versioned on
-    in_body = {v: _extent_in_body(e, baked, params) for v, e in extents.items()}
+    in_body = {v: _extent_in_body(e, baked, params, counts) for v, e in extents.items()}
     invariant = _invariant_divisors(fn, loop, params)
 
     def in_parallel_loop(node):
@@ -238,7 +238,7 @@ def _is_extent(divisor, extent, counts, wide) -> bool:
         _core(divisor) == extent
 
 
-def _extent_in_body(extent, baked, params):
+def _extent_in_body(extent, baked, params, counts):
     """The expression the loop's body may read for ``extent``: the baked number,
     the hidden parameter of a length read at run time, a scalar parameter (an
     extent is evaluated on the host, so nothing else); None where the body has
@@ -250,54 +250,64 @@ def _extent_in_body(extent, baked, params):
         name = extent_param(extent.array, extent.dim)
         return Name(name, dtype=T.i64) if name in params else None
     core = _core(extent)
-    if isinstance(core, Const) or (isinstance(core, Name) and core.id in params):
+    if isinstance(core, Const) or (isinstance(core, Name) and core.id in params and
+                                   core.id not in counts):
         return extent
     return None
 
 
-def versioned_extents(loop) -> set:
-    """The ``(array, dim)`` extents of the parallel loop ``loop`` (of a kernel as
-    lowered) that ``_versioned`` tests: those of the variables in a remainder
-    ``(i + k) % n`` by anything but a power of two. They are the body's to read
-    (``resolve.shape_dependencies``), baked or held by a hidden parameter."""
-    extents = {v: e for v, e in zip(loop.vars, loop.extents) if isinstance(e, DimSize)}
+def versioned_extents(fn: Function, loop) -> set:
+    """The ``(array, dim)`` extents of the parallel loop ``loop`` of ``fn`` (a
+    kernel as lowered) that ``_versioned`` will test: those of the variables in
+    a remainder ``(i + k) % n`` by a divisor it versions (``_versionable``).
+    They are the body's to read (``resolve.shape_dependencies``), baked or held
+    by a hidden parameter. None in a debug template (its accesses are
+    ``BoundsCheck``s): it reads every extent at run time and is never versioned."""
+    changing = assigned(loop.body)
+    extents = {v: e for v, e in zip(loop.vars, loop.extents)
+               if isinstance(e, DimSize) and v not in changing}
+    params = {p.name for p in fn.params if not p.is_array}
     found = set()
     if not extents:
         return found
     for stmt in loop.body:
         for node in walk(stmt):
-            if isinstance(node, Mod) and not _power_of_two(node.rhs):
+            if isinstance(node, BoundsCheck):
+                return set()
+            if isinstance(node, Mod) and _versionable(node.rhs, params, changing):
                 offset = _offset(node.lhs, extents, node.rhs)
-                if offset is not None:
+                if offset is not None and not offset[1][1]:     # not C's i + n - k
                     extent = extents[offset[0]]
                     found.add((extent.array, extent.dim))
     return found
 
 
-def _power_of_two(divisor) -> bool:
-    """A literal divisor that LLVM makes a mask of (or a zero or negative one)."""
-    if not (isinstance(divisor, Const) and type(divisor.value) is int):
-        return False
-    return divisor.value <= 0 or not divisor.value & (divisor.value - 1)
+def _versionable(divisor, params, changing) -> bool:
+    """A divisor ``_versioned`` takes: a scalar parameter the loop does not assign
+    (or its conversion), an array's extent, or an integer literal in ``[1, 2**62)`` that is not a
+    power of two (whose remainder LLVM makes a mask)."""
+    core = _core(divisor)
+    if isinstance(core, Const):
+        value = core.value
+        return type(value) is int and 0 < value < 1 << 62 and value & (value - 1) != 0
+    if isinstance(core, DimSize):       # another extent: a hidden parameter, or baked
+        return True
+    return isinstance(core, Name) and core.id in params and core.id not in changing
 
 
 def _invariant_divisors(fn: Function, loop, params):
     """Whether a divisor keeps its value through the parallel loop, as an integer
-    whose join with the i64 loop variable is i64: an i64 conversion or a name
-    (a parameter, or a local the loop does not assign) of a signed integer type
-    or an unsigned one narrower than 64 bits."""
+    whose join with the i64 loop variable is i64: an i64 conversion of a scalar
+    parameter the loop does not assign, or such a parameter of a signed integer
+    type or an unsigned one narrower than 64 bits (locals have no types yet)."""
     changing = set(assigned(loop.body)) | set(loop.vars)
-    types = dict(fn.locals)
-    types.update(params)
 
     def invariant(divisor) -> bool:
         core = _core(divisor)
-        if not isinstance(core, Name) or core.id in changing:
+        if not isinstance(core, Name) or core.id in changing or core.id not in params:
             return False
-        if core is not divisor:         # i64(n)
-            return True
-        t = types.get(core.id)
-        return t is not None and t.is_int and (t.is_signed or t.bits < 64)
+        t = params[core.id]
+        return core is not divisor or (t.is_int and (t.is_signed or t.bits < 64))
     return invariant
 
 
