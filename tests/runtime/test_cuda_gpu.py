@@ -110,6 +110,22 @@ def test_gpu_scalar_changes_reach_the_kernel(cuda):
 
 
 @gpu
+def test_gpu_scalars_reach_the_kernel_through_every_runner_of_a_variant(cuda):
+    # one variant, two runners (made under two default devices): each launch
+    # must write the scalars the variant's pack last held from the other
+    # runner (a per-runner record of the last write left 3.0 where 2.0 was due)
+    out = tack.zeros(4, tack.f64, device=cuda)
+    got = []
+    for default, v in [(cuda, 2.0), (tack.device("cpu"), 3.0), (cuda, 2.0), (cuda, 2.0),
+                       (tack.device("cpu"), 3.0), (cuda, 2.0)]:
+        out.fill(0.0)
+        with default:
+            add_scalar(out, v)
+        got.append(float(out.numpy()[0]))
+    assert got == [2.0, 3.0, 2.0, 2.0, 3.0, 2.0]
+
+
+@gpu
 def test_gpu_bare_cuda_is_the_current_device(cuda):
     assert str(tack.device("cuda")) == "cuda:0"
     count = tack.device_count("cuda")

@@ -91,6 +91,7 @@ class StreamProgram:
     items: int = 1               # loop iterations per thread (emitter.items_per_thread)
     array_positions: tuple = ()  # which arguments are arrays, in parameter order
     prints: tuple = ()           # its print statements (see runtime/print_buffer.py)
+    writer: object = None        # what writes its pack (launch.program_writer), once made
 
 
 def packed(fn) -> tuple:

@@ -11,7 +11,8 @@ into the reused parameter block, rewrites the scalar pack only when the
 scalars changed, and calls the driver's launch function as
 ``backend.launch_function`` gives it (CUDA: libcuda's ``cuLaunchKernel``)
 through ``trampoline.py``, one foreign call with two arguments, under the
-variant's dispatch lock. It makes its context (or device) current only when
+variant's dispatch lock. The pack is the variant's, and so is the record of
+what it holds (``program_writer``), shared by every launch of the variant. It makes its context (or device) current only when
 the device model says so: two held, a device of its own
 (``context.foreign``), or another thread.
 
@@ -51,7 +52,7 @@ def launch_source(head, positions, slot_args, n_extents: int, first_extent: int,
     if slot_args:
         body += [f"scalars = ({''.join(f'a{k}, ' for k in slot_args)})",
                  "if scalars != writer.last or (floats and 0 in scalars):",
-                 "    writer.write(scalars)"]
+                 "    writer.write(scalars, copy)"]
     body += [f"values[{k}] = a{position}._ptr" for k, position in enumerate(positions)]
     shared = " or ".join(f"a{p}._buffer.shared" for p in positions) or "False"
     body.append(f"values[{first_extent}] = total")
@@ -101,7 +102,8 @@ def make_launch(backend, program, head=None):
         enter=context.enter, leave=context.leave,
         several=context.several, foreign=context.foreign,
         get_ident=threading.get_ident, thread=context.thread,
-        writer=PackWriter(backend, program), fire=fire, job=job,
+        writer=program_writer(program), copy=backend.copy_from_host_async,
+        fire=fire, job=job,
         # a memoryview writes an integer faster than the ctypes array does
         values=memoryview(values).cast("B").cast("Q"),
         per_block=WORKGROUP * program.items, wait=backend._wait,
@@ -124,6 +126,19 @@ def make_launch(backend, program, head=None):
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
+def program_writer(program) -> "PackWriter":
+    """The variant's one ``PackWriter``: its ``last`` says what the variant's pack
+    allocation holds, whichever launch wrote it. (One per launch went stale
+    where a variant has several launches: the runners of two default devices,
+    or of two threads' first calls; a launch whose scalars equalled its own last
+    ones skipped a write the other had overwritten, and ran with those.)"""
+    with program.lock:
+        writer = program.writer
+        if writer is None:
+            writer = program.writer = PackWriter(program)
+    return writer
+
+
 class PackWriter:
     """Copies a launch's scalars into the variant's pack allocation, on the
     stream; ``last`` is what it holds. The scalars are written with one
@@ -137,8 +152,8 @@ class PackWriter:
     taken the bytes when ``cuMemcpyHtoDAsync`` returns; each write makes a new
     record anyway, and the last is kept."""
 
-    def __init__(self, backend, program):
-        self.backend, self.program = backend, program
+    def __init__(self, program):
+        self.program = program
         buffers, offsets = program.pack.buffers, program.pack_offsets
         self.record = np.dtype({
             "names": [f"s{k}" for k in range(len(program.pack.slots))],
@@ -150,12 +165,14 @@ class PackWriter:
                             if buffers[b].numpy == np.float32)   # slots of f32
         self.last, self.host = None, None
 
-    def write(self, scalars) -> None:
+    def write(self, scalars, copy) -> None:
+        """Write ``scalars`` with ``copy`` (the launching backend's
+        ``copy_from_host_async``; the caller holds the variant's lock)."""
         host = np.zeros(1, self.record)
         if self.narrow and any(abs(scalars[k]) > _F32_MAX for k in self.narrow):
             with np.errstate(over="ignore"):
                 host[0] = scalars
         else:
             host[0] = scalars
-        self.backend.copy_from_host_async(self.program.pack_memory.address, host)
+        copy(self.program.pack_memory.address, host)
         self.last, self.host = scalars, host
