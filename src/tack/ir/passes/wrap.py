@@ -284,8 +284,8 @@ def versioned_extents(fn: Function, loop) -> set:
 
 def _versionable(divisor, params, changing) -> bool:
     """A divisor ``_versioned`` takes: a scalar parameter the loop does not assign
-    (or its conversion), an array's extent, or an integer literal in ``[1, 2**62)`` that is not a
-    power of two (whose remainder LLVM makes a mask)."""
+    (or its conversion), an array's extent, or an integer literal in ``[1, 2**62)``
+    that is not a power of two (whose remainder LLVM makes a mask)."""
     core = _core(divisor)
     if isinstance(core, Const):
         value = core.value

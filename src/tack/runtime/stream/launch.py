@@ -12,9 +12,9 @@ scalars changed, and calls the driver's launch function as
 ``backend.launch_function`` gives it (CUDA: libcuda's ``cuLaunchKernel``)
 through ``trampoline.py``, one foreign call with two arguments, under the
 variant's dispatch lock. The pack is the variant's, and so is the record of
-what it holds (``program_writer``), shared by every launch of the variant. It makes its context (or device) current only when
-the device model says so: two held, a device of its own
-(``context.foreign``), or another thread.
+what it holds (``program_writer``), shared by every launch of the variant.
+It makes its context (or device) current only when the device model says
+so: two held, a device of its own (``context.foreign``), or another thread.
 
 Every kernel parameter is 8 bytes (device pointers and ``long long``
 extents): ``values`` holds them and ``pointers`` their addresses, which is
