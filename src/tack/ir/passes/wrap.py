@@ -15,9 +15,8 @@ which is what Python's ``%`` gives; C's spelling of the second,
 remainder for arrays shorter than ``|k|`` (a test of ``n`` the loop does not
 change), and only where the sum cannot overflow (see ``_fits``). On the CPU
 a periodic difference over 4M f64 (``benchmarks/periodic.py``) ran in 2.8 ms
-instead of 10.2 with a
-length read at run time, 3.2-3.5 instead of 12.4-12.7 with ``n`` an argument
-(Numba: 10.1-11.0). The pass rewrites the parallel loop's own
+instead of 10.2 with a length read at run time, 3.2-3.5 instead of 12.4-12.7
+with ``n`` an argument (Numba: 10.1-11.0). The pass rewrites the parallel loop's own
 variables, when nothing assigns them, and only a divisor that is the
 variable's extent: the same scalar parameter, or the hidden parameter that
 holds an array's extent at run time; and likewise the variable of a
