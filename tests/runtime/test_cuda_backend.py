@@ -219,6 +219,27 @@ def test_scalars_are_copied_only_when_they_change(fake, fake_device):
         assert np.signbit(np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0])
 
 
+def test_a_pack_write_interrupted_after_its_copy_is_made_again(fake, fake_device):
+    """A Ctrl-C that lands once the scalars are copied, before the launch: the
+    next call with the earlier scalars must copy them again, not trust a record
+    of the pack that the interrupted copy made stale."""
+    with fake_device:
+        x, y = tack.zeros(300), tack.zeros(300)
+        fake.arity = 4
+        saxpy(x, y, 1.5)
+        copy = fake.cuMemcpyHtoDAsync
+
+        def copied_then_interrupted(*args):
+            copy(*args)
+            raise KeyboardInterrupt
+        fake.cuMemcpyHtoDAsync = copied_then_interrupted
+        with pytest.raises(KeyboardInterrupt):
+            saxpy(x, y, 3.0)
+        fake.cuMemcpyHtoDAsync = copy
+        saxpy(x, y, 1.5)
+        assert np.frombuffer(fake.pack_copies[-1][:4], np.float32)[0] == 1.5
+
+
 def test_calls_alternating_disjoint_and_aliased_arrays_launch_their_own_variants(
         fake, fake_device):
     """The runner of a signature has the launch of its first variant written in

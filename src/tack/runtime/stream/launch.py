@@ -174,5 +174,6 @@ class PackWriter:
                 host[0] = scalars
         else:
             host[0] = scalars
+        self.last = None    # unknown until the copy is queued (a Ctrl-C in between)
         copy(self.program.pack_memory.address, host)
         self.last, self.host = scalars, host
