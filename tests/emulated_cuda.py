@@ -157,7 +157,7 @@ def make_driver():
             self.blocks = {}      # user address -> (whole buffer, size)
             self.modules_ = {}    # handle -> Module
             self.kernels = []     # function handle - 1 -> (Module, entry, C function)
-            self.lock = threading.Lock()
+            self.lock = threading.RLock()   # a free from a collection inside a locked step
 
         def cuDeviceGetName(self, length, device):
             return (self.ok, b"Tack CUDA emulator\0")
