@@ -70,7 +70,7 @@ def wrap_modulo(fn: Function, shapes=None, baked_extents=frozenset()) -> Functio
     extents = {v: e for v, e in zip(loop.vars, loop.extents) if v not in counts}
     # what the body reads for the extents: the divisors a remainder may be versioned on
     in_body = {v: _extent_in_body(e, baked, params, counts) for v, e in extents.items()}
-    invariant = _invariant_divisors(fn, loop, params)
+    invariant = _invariant_divisors(loop, params, wide)
 
     def in_parallel_loop(node):
         if not isinstance(node, Mod):
@@ -295,19 +295,17 @@ def _versionable(divisor, params, changing) -> bool:
     return isinstance(core, Name) and core.id in params and core.id not in changing
 
 
-def _invariant_divisors(fn: Function, loop, params):
+def _invariant_divisors(loop, params, wide):
     """Whether a divisor keeps its value through the parallel loop, as an integer
-    whose join with the i64 loop variable is i64: an i64 conversion of a scalar
-    parameter the loop does not assign, or such a parameter of a signed integer
-    type or an unsigned one narrower than 64 bits (locals have no types yet)."""
+    whose join with the i64 loop variable is i64: a scalar parameter the loop
+    does not assign, converted to i64 or in ``wide`` (locals have no types yet)."""
     changing = set(assigned(loop.body)) | set(loop.vars)
 
     def invariant(divisor) -> bool:
         core = _core(divisor)
         if not isinstance(core, Name) or core.id in changing or core.id not in params:
             return False
-        t = params[core.id]
-        return core is not divisor or (t.is_int and (t.is_signed or t.bits < 64))
+        return core is not divisor or core.id in wide
     return invariant
 
 
